@@ -1,0 +1,1 @@
+"""The engine of the sampling-kernel verification harness."""

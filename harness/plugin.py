@@ -1,0 +1,176 @@
+"""The pytest plugin: options, kernel parametrisation, the false-fail budget, verdicts, reports.
+
+One run = one pytest session. Suite modules mark their family (``pytest.mark.family``) and
+their statistical checks (``pytest.mark.statistical``); each check is a test taking the
+``check`` fixture, which runs a check function against one kernel and records its verdict.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from harness.budgets import MAX_CALL_ELEMENTS, get_budget
+from harness.errors import HarnessError, KernelFailure
+from harness.loader import Kernel, load
+from harness.reports import write_all
+from harness.runner import Runner, derive_seed, resolve_device, seed_stream
+from harness.stats.multiple import DEFAULT_FAMILY_ALPHA, bonferroni
+from harness.verdict import Outcome, Verdict
+from kernels import CLEAN
+
+SESSION = pytest.StashKey["HarnessSession"]()
+DEFAULT_SEED = 20261122
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("sampling-harness")
+    group.addoption("--kernel", action="append", default=[], metavar="TARGET",
+                    help="kernel under test: registered name, pkg.module:attr or file.py:attr "
+                         "(repeatable; default: every registered clean kernel of the family)")
+    group.addoption("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    group.addoption("--budget", default="quick", help="quick | standard | thorough")
+    group.addoption("--harness-seed", type=int, default=DEFAULT_SEED)
+    group.addoption("--report-dir", default=None, help="default: reports/<timestamp>/")
+    group.addoption("--call-timeout", type=float, default=600.0,
+                    help="seconds one kernel call may take before it counts as hung")
+    group.addoption("--family-alpha", type=float, default=DEFAULT_FAMILY_ALPHA,
+                    help="false-fail budget of the whole run, split across its checks")
+
+
+class HarnessSession:
+    """Run-wide state: options resolved once, the verdicts so far, where reports go."""
+
+    def __init__(self, config: pytest.Config):
+        opt = config.getoption
+        try:
+            self.device = resolve_device(opt("device"))
+            self.budget = get_budget(opt("budget"))
+        except HarnessError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.targets: list[str] = opt("kernel")
+        self.harness_seed: int = opt("harness_seed")
+        self.call_timeout: float = opt("call_timeout")
+        self.family_alpha: float = opt("family_alpha")
+        self.report_dir = Path(opt("report_dir") or
+                               Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+        self.statistical_checks = 0
+        self.verdicts: list[Verdict] = []
+        self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self._kernels: dict[str, list[Kernel]] = {}
+
+    def kernels(self, family: str) -> list[Kernel]:
+        if family not in self._kernels:
+            targets = self.targets or list(CLEAN.get(family, {}))
+            try:
+                self._kernels[family] = [load(t, family) for t in targets]
+            except HarnessError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        return self._kernels[family]
+
+    @property
+    def check_alpha(self) -> float:
+        return bonferroni(self.family_alpha, max(1, self.statistical_checks))
+
+    def meta(self, complete: bool) -> dict:
+        return {"budget": self.budget.name, "device": str(self.device),
+                "harness_seed": self.harness_seed, "family_alpha": self.family_alpha,
+                "statistical_checks": self.statistical_checks, "started": self.started,
+                "complete": complete}
+
+    def record(self, verdict: Verdict, complete: bool = False) -> None:
+        self.verdicts.append(verdict)
+        write_all(self.report_dir, self.verdicts, self.meta(complete))
+
+
+def pytest_configure(config):
+    config.stash[SESSION] = HarnessSession(config)
+
+
+def pytest_generate_tests(metafunc):
+    if "kernel" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("family")
+    if marker is None:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: suite module has no family mark")
+    kernels = metafunc.config.stash[SESSION].kernels(marker.args[0])
+    metafunc.parametrize("kernel", kernels, ids=[k.name for k in kernels])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session, config, items):
+    """Count the statistical checks before any -k/-m deselection, so a check keeps the same
+    alpha whether it runs alone (to reproduce it) or with its whole run."""
+    config.stash[SESSION].statistical_checks = sum(
+        item.get_closest_marker("statistical") is not None for item in items)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    state = session.config.stash.get(SESSION, None)
+    if state is not None and state.verdicts:
+        write_all(state.report_dir, state.verdicts, state.meta(complete=True))
+
+
+class CheckContext:
+    """What a check function sees: the kernel's runner, the budget, its seed and its alpha."""
+
+    def __init__(self, state: HarnessSession, kernel: Kernel, node: pytest.Item):
+        self.state = state
+        self.kernel = kernel
+        self.name = node.originalname.removeprefix("test_")
+        self.statistical = node.get_closest_marker("statistical") is not None
+        self.budget = state.budget
+        self.device = state.device
+        self.alpha = state.check_alpha if self.statistical else None
+        self.seed = derive_seed(state.harness_seed, kernel.family, self.name)
+        self.max_call_elements = MAX_CALL_ELEMENTS[self.device.type]
+        self.runner = Runner(kernel, self.device, state.call_timeout)
+
+    def seeds(self):
+        return seed_stream(self.seed)
+
+    def reproduce(self) -> str:
+        s = self.state
+        args = ["sampling-harness", "check", self.kernel.family, "--kernel", self.kernel.target,
+                "--device", self.device.type, "--budget", s.budget.name,
+                "--seed", str(s.harness_seed), "-k", self.name]
+        return shlex.join(args)
+
+    def _verdict(self, outcome: Outcome, state: str, seconds: float) -> Verdict:
+        return Verdict(
+            name=self.name, family=self.kernel.family, kernel=self.kernel.name, verdict=state,
+            statistic=outcome.statistic, p_value=outcome.p_value, alpha=outcome.alpha,
+            samples=outcome.samples, min_detectable_effect=outcome.min_detectable_effect,
+            effect=outcome.effect, seed=self.seed, duration=round(seconds, 3),
+            device=str(self.device), message=outcome.message, reproduce=self.reproduce(),
+            details={**outcome.details, "kernel_calls": self.runner.calls,
+                     "kernel_draws": self.runner.draws,
+                     "kernel_seconds": round(self.runner.seconds, 3)})
+
+    def run(self, check_fn) -> Verdict:
+        """Run ``check_fn(self) -> Outcome``; record the verdict; fail the test if it failed."""
+        started = time.perf_counter()
+        try:
+            outcome = check_fn(self)
+            state = "pass" if outcome.passed else "fail"
+        except KernelFailure as exc:
+            outcome, state = Outcome(passed=False, message=f"kernel {exc}", alpha=self.alpha), "fail"
+        except Exception as exc:
+            outcome = Outcome(passed=False, message=f"harness error: {type(exc).__name__}: {exc}")
+            self.state.record(self._verdict(outcome, "error", time.perf_counter() - started))
+            raise
+        verdict = self._verdict(outcome, state, time.perf_counter() - started)
+        self.state.record(verdict)
+        if state == "fail":
+            pytest.fail(f"{self.kernel.name} / {self.name}: {verdict.message}\n"
+                        f"reproduce: {verdict.reproduce}", pytrace=False)
+        return verdict
+
+
+@pytest.fixture
+def check(request, kernel) -> CheckContext:
+    return CheckContext(request.config.stash[SESSION], kernel, request.node)

@@ -1,0 +1,1 @@
+"""Statistical tests with stated error rates: small pure functions over counts."""

@@ -1,0 +1,51 @@
+"""The verdict record: what one check concluded, with everything needed to trust or redo it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Outcome:
+    """What a check function returns; the check context adds who, where and when."""
+
+    passed: bool
+    message: str
+    statistic: float | None = None
+    p_value: float | None = None       # Bonferroni-adjusted over the check's sub-tests
+    alpha: float | None = None         # the check's share of the run's false-fail budget
+    samples: int | None = None         # draws (token ids) the check's decision rests on
+    min_detectable_effect: float | None = None
+    effect: str = ""                   # what the minimum detectable effect measures
+    details: dict = field(default_factory=dict)
+
+
+@dataclass
+class Verdict:
+    name: str
+    family: str
+    kernel: str
+    verdict: str                       # "pass" | "fail" | "error"
+    statistic: float | None
+    p_value: float | None
+    alpha: float | None
+    samples: int | None
+    min_detectable_effect: float | None
+    effect: str
+    seed: int
+    duration: float
+    device: str
+    message: str
+    reproduce: str
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def overall(verdicts: list[Verdict]) -> str:
+    """A run errs if any check erred (or none ran), else fails if any check failed."""
+    states = {v.verdict for v in verdicts}
+    if not verdicts or "error" in states:
+        return "error"
+    return "fail" if "fail" in states else "pass"

@@ -1,0 +1,30 @@
+"""The project's own kernels under test, and deliberately wrong ones (mutants).
+
+A kernel is just a function behind its family's contract; this package imports neither the
+harness nor the suites. The registries below map a name to a ``package.module:attr`` target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CLEAN: dict[str, dict[str, str]] = {
+    "sample": {
+        "torch-fp32": "kernels.sample.torch_race:race_fp32",
+        "torch-fp64": "kernels.sample.torch_race:race_fp64",
+        "triton-exact": "kernels.sample.triton_race:race_exact",
+    },
+}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    target: str
+    caught_by: str      # the check that must fail on it
+    budget: str         # the smallest budget at which that check catches it
+    bug: str            # the field bug it re-creates
+
+
+from kernels.mutants import MUTANTS  # noqa: E402  (the registry needs Mutant defined first)
+
+__all__ = ["CLEAN", "MUTANTS", "Mutant"]

@@ -1,0 +1,81 @@
+"""Wrong sampling kernels, one field bug each (registered in kernels/mutants/__init__.py)."""
+
+import time
+
+import torch
+
+
+def _generator(device: torch.device, seed: int) -> torch.Generator:
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+    return generator
+
+
+def _race64(probs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    return probs.to(torch.float64).div_(noise).argmax(dim=-1)
+
+
+def _exp64(probs: torch.Tensor, seed: int, rows: int | None = None) -> torch.Tensor:
+    shape = (probs.shape[0] if rows is None else rows, probs.shape[1])
+    noise = torch.empty(shape, dtype=torch.float64, device=probs.device)
+    return noise.exponential_(generator=_generator(probs.device, seed))
+
+
+def noise_floor(probs, seed):
+    """q = -log(u) with u a 24-bit uniform (midpoints of 2^-24 cells): q >= 3e-8, as CUDA's
+    float32 ``exponential_`` (q >= 2^-24); on CPU torch's own float32 noise has no floor."""
+    u = torch.rand(probs.shape, generator=_generator(probs.device, seed), device=probs.device)
+    noise = u.to(torch.float64).add_(2.0**-25).log_().neg_()
+    return _race64(probs, noise)
+
+
+def topk_truncated(probs, seed, k=1024):
+    top = probs.topk(min(k, probs.shape[1]), dim=-1)
+    noise = _exp64(top.values, seed)
+    return top.indices.gather(1, _race64(top.values, noise)[:, None]).squeeze(1)
+
+
+def gumbel_u_one(probs, seed):
+    u = 1.0 - torch.rand(probs.shape, generator=_generator(probs.device, seed),
+                         device=probs.device)
+    gumbel = -torch.log(-torch.log(u))
+    return (probs.log() + gumbel).argmax(dim=-1)
+
+
+def clamped_probs(probs, seed):
+    return _race64(probs.clamp_min(torch.finfo(torch.float32).eps), _exp64(probs, seed))
+
+
+def unseeded(probs, seed):
+    noise = torch.empty(probs.shape, dtype=torch.float64, device=probs.device).exponential_()
+    return _race64(probs, noise)
+
+
+def keepdim_ids(probs, seed):
+    return _race64(probs, _exp64(probs, seed)).unsqueeze(1)
+
+
+def shared_noise(probs, seed):
+    return _race64(probs, _exp64(probs, seed, rows=1))
+
+
+def seed_row_overlap(probs, seed):
+    rows = [_exp64(probs[:1], seed + row) for row in range(probs.shape[0])]
+    return _race64(probs, torch.cat(rows))
+
+
+def double_softmax(probs, seed):
+    flattened = probs.softmax(dim=-1) * (probs > 0)  # masked tokens stay masked
+    return _race64(flattened, _exp64(probs, seed))
+
+
+def row_shift(probs, seed):
+    return _race64(probs.roll(1, dims=0), _exp64(probs, seed))
+
+
+def raises(probs, seed):
+    raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+
+def hangs(probs, seed):
+    time.sleep(3600)

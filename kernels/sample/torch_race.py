@@ -1,0 +1,27 @@
+"""The exponential race in plain torch, as inference engines write it.
+
+token = argmax_i p_i / q_i with q_i ~ Exp(1) selects i with probability p_i / sum_j p_j.
+Memory traffic: probs read, a noise tensor of B x V written and read back, scores written
+and read by the argmax: about 5 passes over B x V (float64 noise: twice the bytes).
+"""
+
+import torch
+
+
+def _generator(device: torch.device, seed: int) -> torch.Generator:
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+    return generator
+
+
+def race_fp32(probs: torch.Tensor, seed: int) -> torch.Tensor:
+    """float32 noise from torch's ``exponential_``: on CUDA it never falls below 2^-24."""
+    noise = torch.empty_like(probs).exponential_(generator=_generator(probs.device, seed))
+    return probs.div_(noise).argmax(dim=-1)
+
+
+def race_fp64(probs: torch.Tensor, seed: int) -> torch.Tensor:
+    """float64 noise and float64 scores: the lower tail resolves down to about 2^-53."""
+    noise = torch.empty(probs.shape, dtype=torch.float64, device=probs.device)
+    noise.exponential_(generator=_generator(probs.device, seed))
+    return probs.to(torch.float64).div_(noise).argmax(dim=-1)

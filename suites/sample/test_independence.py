@@ -1,0 +1,101 @@
+"""Independence of family ``sample``: rows of one call, and calls with different seeds.
+
+Identical rows are sampled in two calls with adjacent seeds s and s+1 (the seeds most likely
+to collide in a badly keyed generator). For each pairing of draws (X, Y):
+
+* adjacent rows of one call;  the same row under seeds s and s+1;  row i+1 under s against
+  row i under s+1, and row i under s against row i+1 under s+1 (streams keyed by
+  seed + row overlap exactly there),
+
+two tests run against the exact law of an independent pair, P(X=a, Y=b) = p_a p_b:
+
+* agreement: P(X = Y) = sum p^2; one-sided exact binomial test for an excess;
+* joint: Pearson chi-square of the K x K table of pairs (K tokens in the support, every
+  cell expecting >= 5), which sees any dependence, not only agreement.
+
+Two rows are used: K = 13 flat tokens in V = 13, and K = 8 tokens spread over V = 4099 at
+the edges of 1024- and 2048-wide blocks. Alpha: the check's share over 16 tests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from harness.stats.binomial import min_detectable_rate, upper_p
+from harness.stats.chisquare import chisquare_gof
+from harness.stats.multiple import adjusted_p, bonferroni
+from harness.verdict import Outcome
+from reference.categorical import collision_probability, exact_probs, pair_probs
+
+pytestmark = pytest.mark.family("sample")
+
+SPREAD = (0, 1, 1023, 1024, 2047, 2048, 4097, 4098)
+
+
+def rows() -> dict[str, np.ndarray]:
+    narrow = np.full(13, 1.0 / 13, dtype=np.float32)
+    spread = np.zeros(4099, dtype=np.float32)
+    spread[list(SPREAD)] = 1.0 / len(SPREAD)
+    return {"flat V=13": narrow, "8 tokens over V=4099": spread}
+
+
+def pairings(a: torch.Tensor, b: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    return {"adjacent rows": (a[0::2], a[1::2]),
+            "same row, seeds s, s+1": (a, b),
+            "row i+1 at s, row i at s+1": (a[1:], b[:-1]),
+            "row i at s, row i+1 at s+1": (a[:-1], b[1:])}
+
+
+def pair_tests(x: np.ndarray, y: np.ndarray, p: np.ndarray, alpha: float, power: float):
+    """Agreement and joint-table tests of one pairing; ``x``, ``y`` are support indices."""
+    k = p.size
+    joint = np.bincount(x * k + y, minlength=k * k)
+    joint_p = pair_probs(p, p).ravel()
+    statistic, df, p_joint = chisquare_gof(joint, joint_p, np.arange(k * k))
+    collision = collision_probability(p)
+    agree = int((x == y).sum())
+    return {"pairs": int(x.size), "agreements": agree, "expected_agreements": collision * x.size,
+            "p_agreement": upper_p(agree, x.size, collision), "joint_chi2": statistic,
+            "joint_df": df, "p_joint": p_joint,
+            "min_detectable_agreement": min_detectable_rate(x.size, collision, alpha, power)}
+
+
+def independence(ctx) -> Outcome:
+    alpha = bonferroni(ctx.alpha, 2 * len(rows()) * 4)
+    seed = ctx.seed
+    results, p_values, draws = [], [], 0
+    for name, row in rows().items():
+        support = np.flatnonzero(row > 0)
+        p = exact_probs(torch.as_tensor(row)[None])[0][support]
+        to_support = torch.full((row.size,), -1, dtype=torch.int64, device=ctx.device)
+        to_support[torch.as_tensor(support, device=ctx.device)] = torch.arange(
+            support.size, device=ctx.device)
+        probs = torch.as_tensor(row, device=ctx.device).repeat(ctx.budget.pairs, 1)
+        a = to_support[ctx.runner.sample(probs, seed)]
+        b = to_support[ctx.runner.sample(probs, seed + 1)]
+        draws += 2 * ctx.budget.pairs
+        for pairing, (x, y) in pairings(a, b).items():
+            r = pair_tests(x.cpu().numpy(), y.cpu().numpy(), p, alpha, ctx.budget.power)
+            results.append({"row": name, "pairing": pairing, **r})
+            p_values += [r["p_agreement"], r["p_joint"]]
+    failed = [r for r in results if min(r["p_agreement"], r["p_joint"]) <= alpha]
+    if failed:
+        r = failed[0]
+        message = (f"{r['row']}, {r['pairing']}: {r['agreements']} of {r['pairs']} pairs agree "
+                   f"where {r['expected_agreements']:.1f} were expected (p = "
+                   f"{r['p_agreement']:.2g}); joint chi2 = {r['joint_chi2']:.1f} on "
+                   f"{r['joint_df']} df (p = {r['p_joint']:.2g})")
+    else:
+        message = f"{len(results)} pairings consistent with independent draws"
+    return Outcome(not failed, message, statistic=max(r["joint_chi2"] for r in results),
+                   p_value=adjusted_p(p_values), alpha=ctx.alpha, samples=draws,
+                   min_detectable_effect=max(r["min_detectable_agreement"] for r in results),
+                   effect="agreement rate P(X = Y) of a pair (independent: sum p^2 <= 1/8)",
+                   details={"pairings": results, "alpha_per_test": alpha})
+
+
+@pytest.mark.statistical
+def test_independence(check):
+    check.run(independence)

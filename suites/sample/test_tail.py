@@ -1,0 +1,91 @@
+"""Tail of family ``sample``: do rare tokens win as often as their probability says?
+
+At each rarity scale r, a row holds one head token and M rare tokens of probability r times
+the head's. The count of rare wins in n rows is Binomial(n, R), R the exact rare mass. The
+test is exact and equal-tailed, and group-sequential: it looks at 1/8, 1/4, 1/2 and all of
+the planned rows, each look at alpha / 4 (Bonferroni), and stops at the first rejection.
+The planned n makes the expected rare wins ``budget.tail_expected``: noise that cannot go
+below a floor q_min suppresses rare wins once r << q_min (float32 exponential_: r < 6e-8).
+Detecting a ratio r costs about tail_expected / r noise draws.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from harness.stats.binomial import (equal_tailed_p, fraction_schedule, looks_alpha,
+                                    min_detectable_deficit)
+from harness.stats.multiple import adjusted_p, bonferroni
+from harness.verdict import Outcome
+from reference.categorical import exact_probs, rare_mass
+from suites.sample.distributions import tail_row
+from suites.sample.draws import rows_per_call
+
+pytestmark = pytest.mark.family("sample")
+
+LOOKS = 4
+TAIL_MAX_VOCAB = 2**17
+
+
+def rare_wins(ctx, row, rare, mass: float, planned: int, alpha_look: float, seeds):
+    """Draw up to ``planned`` rows, looking at the schedule's fractions; stop at the first
+    look that rejects. Returns (wins, rows drawn, smallest p-value over the looks made)."""
+    vocab = row.shape[0]
+    probs = torch.as_tensor(row, device=ctx.device).repeat(rows_per_call(ctx, vocab), 1)
+    rare_t = torch.as_tensor(rare, device=ctx.device)
+    looks = [math.ceil(f * planned) for f in fraction_schedule(LOOKS)]
+    wins = drawn = 0
+    p_value = 1.0
+    for look in looks:
+        while drawn < look:
+            batch = probs[: min(probs.shape[0], look - drawn)]
+            wins += int(rare_t[ctx.runner.sample(batch, next(seeds))].sum())
+            drawn += batch.shape[0]
+        p_value = min(p_value, equal_tailed_p(wins, drawn, mass))
+        if p_value <= alpha_look:
+            break
+    return wins, drawn, p_value
+
+
+def tail(ctx) -> Outcome:
+    budget = ctx.budget
+    alpha_scale = bonferroni(ctx.alpha, len(budget.tail_scales))
+    alpha_look = looks_alpha(alpha_scale, LOOKS)
+    seeds = ctx.seeds()
+    scales, p_values, worst_mde, draws = [], [], 0.0, 0
+    for scale in budget.tail_scales:
+        row, rare = tail_row(scale, TAIL_MAX_VOCAB, ctx.seed)
+        mass = rare_mass(exact_probs(torch.as_tensor(row)[None])[0], rare)
+        planned = math.ceil(budget.tail_expected / mass)
+        wins, drawn, p_value = rare_wins(ctx, row, rare, mass, planned, alpha_look, seeds)
+        mde = min_detectable_deficit(planned, mass, alpha_look, budget.power)
+        worst_mde = max(worst_mde, mde)
+        draws += drawn * row.shape[0]
+        p_values.append(p_value * LOOKS)
+        scales.append({"scale": scale, "vocab": int(row.shape[0]), "rare_mass": mass,
+                       "rows": drawn, "planned_rows": planned, "rare_wins": wins,
+                       "expected": mass * drawn, "p_value": p_value,
+                       "min_detectable_deficit": mde})
+    failed = [s for s in scales if s["p_value"] <= alpha_look]
+    if failed:
+        s = failed[0]
+        message = (f"rare tokens at {s['scale']:g} x head won {s['rare_wins']} times in "
+                   f"{s['rows']:,} rows where {s['expected']:.1f} were expected "
+                   f"(p = {s['p_value']:.2g})")
+    else:
+        message = ("rare-token wins match the exact rare mass at scales "
+                   + ", ".join(f"{s['scale']:g}" for s in scales))
+    return Outcome(not failed, message, statistic=float(min(s["rare_wins"] / s["expected"]
+                                                           for s in scales)),
+                   p_value=adjusted_p(p_values), alpha=ctx.alpha, samples=draws,
+                   min_detectable_effect=worst_mde,
+                   effect="relative shortfall of the rare mass (worst scale)",
+                   details={"scales": scales, "alpha_per_look": alpha_look})
+
+
+@pytest.mark.statistical
+def test_tail(check):
+    check.run(tail)
