@@ -88,6 +88,9 @@ class HarnessSession:
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "family(name): the kernel family a suite module checks")
+    config.addinivalue_line("markers", "statistical: a check that spends part of the run's "
+                                       "false-fail budget")
     config.stash[SESSION] = HarnessSession(config)
 
 
@@ -137,7 +140,7 @@ class CheckContext:
         s = self.state
         args = ["sampling-harness", "check", self.kernel.family, "--kernel", self.kernel.target,
                 "--device", self.device.type, "--budget", s.budget.name,
-                "--seed", str(s.harness_seed), "-k", self.name]
+                "--seed", str(s.harness_seed), "-k", f"test_{self.name}"]
         return shlex.join(args)
 
     def _verdict(self, outcome: Outcome, state: str, seconds: float) -> Verdict:

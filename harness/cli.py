@@ -1,0 +1,120 @@
+"""``sampling-harness``: a thin front over pytest (selection, JUnit and plugins come free).
+
+Exit codes: 0 every check passed; 1 a check failed (the kernel raised, hung, broke its
+contract or failed a test); 2 the harness could not run (one line on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import suites
+from harness.budgets import BUDGETS, get_budget
+from harness.contracts import CONTRACTS
+from harness.errors import HarnessError
+from harness.loader import load
+from harness.plugin import DEFAULT_SEED
+from harness.runner import resolve_device
+from harness.stats.multiple import DEFAULT_FAMILY_ALPHA
+from kernels import CLEAN, MUTANTS
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sampling-harness", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="run the checks of a family (or all) against kernels")
+    check.add_argument("family", help=f"{' | '.join(CONTRACTS)} | all")
+    check.add_argument("--kernel", action="append", default=[], metavar="TARGET",
+                       help="registered name, package.module:attr or path/to/file.py:attr")
+    check.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    check.add_argument("--budget", default="quick", choices=tuple(BUDGETS))
+    check.add_argument("--seed", type=int, default=DEFAULT_SEED, help="harness seed")
+    check.add_argument("--report-dir", default=None, help="default: reports/<timestamp>/")
+    check.add_argument("-k", dest="select", default=None, help="pytest -k selection of checks")
+    check.add_argument("--call-timeout", type=float, default=600.0)
+    check.add_argument("--family-alpha", type=float, default=DEFAULT_FAMILY_ALPHA)
+    sub.add_parser("list", help="families, kernels and mutants")
+    bench = sub.add_parser("bench", help="time kernels of a family (GPU)")
+    bench.add_argument("family", choices=tuple(CONTRACTS))
+    bench.add_argument("--kernel", action="append", default=[], metavar="TARGET")
+    bench.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    bench.add_argument("--shape", action="append", default=[], metavar="BxV")
+    bench.add_argument("--report-dir", default=None)
+    return parser
+
+
+def _report_dir(given: str | None) -> Path:
+    return Path(given or Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+
+
+def run_check(args) -> int:
+    families = list(CONTRACTS) if args.family == "all" else [args.family]
+    if args.family != "all" and args.family not in CONTRACTS:
+        raise HarnessError(f"unknown family {args.family!r}; known: {', '.join(CONTRACTS)}, all")
+    if args.family == "all" and args.kernel:
+        raise HarnessError("check all runs every registered clean kernel; name a family to "
+                           "check --kernel targets")
+    get_budget(args.budget)
+    resolve_device(args.device)
+    for family in families:
+        for target in args.kernel or CLEAN.get(family, {}):
+            load(target, family)
+    report_dir = _report_dir(args.report_dir)
+    root = Path(suites.__file__).parent
+    pytest_args = [str(root / family) for family in families]
+    pytest_args += ["-q", "-p", "no:cacheprovider", "--budget", args.budget,
+                    "--device", args.device, "--harness-seed", str(args.seed),
+                    "--report-dir", str(report_dir), "--call-timeout", str(args.call_timeout),
+                    "--family-alpha", str(args.family_alpha)]
+    for target in args.kernel:
+        pytest_args += ["--kernel", target]
+    if args.select:
+        pytest_args += ["-k", args.select]
+
+    import pytest
+    code = pytest.main(pytest_args)
+    report = report_dir / "report.json"
+    verdict = json.loads(report.read_text())["verdict"] if report.exists() else "error"
+    if report.exists():
+        print((report_dir / "summary.md").read_text())
+        print(f"report: {report_dir}/ (report.json, junit.xml, summary.md)")
+    if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+        raise HarnessError(f"no checks selected (-k {args.select!r})")
+    if code == pytest.ExitCode.OK and verdict == "pass":
+        return 0
+    if code == pytest.ExitCode.TESTS_FAILED and verdict == "fail":
+        return 1
+    raise HarnessError(f"the run did not complete (pytest exit {int(code)}, verdict {verdict})")
+
+
+def run_list() -> int:
+    for family, contract in CONTRACTS.items():
+        print(f"family {family}: {contract.doc}")
+        for name, target in CLEAN.get(family, {}).items():
+            print(f"  kernel  {name:20s} {target}")
+        for name, mutant in MUTANTS.get(family, {}).items():
+            print(f"  mutant  {name:20s} fails {mutant.caught_by} at {mutant.budget}: {mutant.bug}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "list":
+            return run_list()
+        if args.command == "bench":
+            from harness.bench import run_bench
+            return run_bench(args.family, args.kernel, args.device, args.shape,
+                             _report_dir(args.report_dir))
+        return run_check(args)
+    except HarnessError as exc:
+        print(f"sampling-harness: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
