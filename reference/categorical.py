@@ -48,11 +48,17 @@ def race_winner(probs: np.ndarray, noise: np.ndarray) -> np.ndarray:
     return score.argmax(axis=-1)
 
 
-def exponential_from_bits(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    """Exp(1) in float64 from 64 random bits: q = -log(1 - v), v = (hi 2^32 + lo + 1/2) 2^-64,
-    with log1p below v = 1/2 and the complemented bits above it, so both tails are exact."""
-    hi = np.asarray(hi, dtype=np.float64)
-    lo = np.asarray(lo, dtype=np.float64)
-    v = (hi + (lo + 0.5) * 2.0**-32) * 2.0**-32
-    w = ((2.0**32 - 1 - hi) + (2.0**32 - 1 - lo + 0.5) * 2.0**-32) * 2.0**-32
-    return np.where(hi < 2.0**31, -np.log1p(-v), -np.log(w))
+def exponential_from_bits(main: np.ndarray, refine: np.ndarray,
+                          refine_below: int = 4096) -> np.ndarray:
+    """Exp(1) in float64 from a 32-bit main word and a 32-bit refinement word.
+
+    With x_int = min(w, 2^32 - 1 - w) the main word's distance from the nearer end of (0, 1)
+    (in units of 2^-32), x = (x_int + t) 2^-32 where t = 1/2, or t = (r + 1/2) 2^-32 when
+    x_int < ``refine_below``; then q = -log1p(-x) in the lower half and -log(x) in the upper
+    one. Both tails are exact in float64; this is the noise ``triton-exact`` intends."""
+    main = np.asarray(main, dtype=np.int64)
+    upper = main >= 2**31
+    x_int = np.where(upper, 2**32 - 1 - main, main).astype(np.float64)
+    tail = np.where(x_int < refine_below, (np.asarray(refine, np.float64) + 0.5) * 2.0**-32, 0.5)
+    x = (x_int + tail) * 2.0**-32
+    return np.where(upper, -np.log(x), -np.log1p(-x))

@@ -1,10 +1,19 @@
 """triton-exact: the exponential race fused into one pass over probs, with 64-bit noise.
 
-token = argmax_i p_i / q_i, q_i ~ Exp(1). Each q_i is built from two 32-bit Philox words
-(64 random bits) made in registers, so its lower tail resolves down to 2^-65 where
-float32 ``exponential_`` stops at 2^-24 and float64's at 2^-53. The noise of token
-(row, col) is a pure function of (seed, row, col): Philox counter row * ceil(V/2) + col // 2,
-words 0-1 for even columns and 2-3 for odd ones; block sizes never change the draws.
+token = argmax_i p_i / q_i, q_i ~ Exp(1), q_i = -log(1 - v_i) for a uniform v_i. One Philox
+counter gives four 32-bit words, the main words of four tokens: chunk c of a row spans
+4Q columns, and word k of counter (row, c, j) belongs to column 4Qc + Qk + j, where the
+quarter width Q depends on V alone. A token's noise is a pure function of (seed, row, col, V):
+block sizes, splits and warps never change the draws.
+
+Resolution: with x the distance of v from the nearer end of (0, 1), a main word resolves
+x to 2^-32; where x < 2^-20 a second Philox word (counter with bit 62 set) refines it to
+2^-64, so q resolves down to 2^-65 where float32 ``exponential_`` stops at 2^-24 and
+float64's at 2^-53, and up to 44 in the upper tail.
+
+Pruning: q >= x, so token i cannot beat the row's running best b when p_i <= b x_i. A chunk
+where that holds for every token skips the log and the division: after the first chunks of
+a row almost all do, and the cost is Philox plus a multiply-compare per token.
 
 Memory traffic: probs read once (4 B V bytes), ids written once (8 B bytes); when a few rows
 are split across programs, 12 B S bytes of partial winners too. No noise tensor in memory.
@@ -17,56 +26,109 @@ import triton
 import triton.language as tl
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+REFINE_BELOW = 4096         # main words within 2^12 of either end get 32 more bits
+REFINE_COUNTER = 1 << 62    # refinement words come from counters with bit 62 set
 
 
 @triton.jit
-def exponential_from_bits(hi, lo):
-    """Exp(1) in float32 from 64 bits: q = -log(1 - v), v = (hi 2^32 + lo + 1/2) 2^-64.
-
-    v < 1/16: the series v + v^2/2 + ... + v^7/7 (relative error < 2^-31), exact however
-    small v is. v >= 1/2: -log(w) with w = 1 - v rebuilt from the complemented bits, so the
-    upper tail is exact too. Between, -log(1 - v) (1 - v is exact in float32 there).
-    v is never 0 or 1, so q is finite and positive.
-    """
-    scale = 2.3283064365386963e-10  # 2^-32
-    v = (hi.to(tl.float32) + (lo.to(tl.float32) + 0.5) * scale) * scale
-    w = ((hi ^ 0xFFFFFFFF).to(tl.float32) + ((lo ^ 0xFFFFFFFF).to(tl.float32) + 0.5) * scale) * scale
-    upper = hi >= 0x80000000
-    series = v * (1.0 + v * (0.5 + v * (1.0 / 3 + v * (0.25 + v * (0.2 + v * (1.0 / 6 + v / 7))))))
-    logged = -tl.log(tl.where(upper, w, 1.0 - v))
-    return tl.where(hi < 0x10000000, series, logged)
+def fold(word):
+    """(upper, x_int): which half of (0, 1) the uniform fell in, and its distance from that
+    half's end in units of 2^-32 (an integer in [0, 2^31))."""
+    upper = word >= 0x80000000
+    return upper, tl.where(upper, word ^ 0xFFFFFFFF, word)
 
 
 @triton.jit
-def pair_bits(seed, rows, pairs, half_row):
-    """Four Philox words per (row, column pair): the noise bits of columns 2j and 2j+1."""
-    counter = rows.to(tl.int64)[:, None] * half_row + pairs[None, :]
-    return tl.randint4x(seed, counter)
+def lower_bound(x_int):
+    """A float32 number <= x_int 2^-32 <= x <= q, from integer ops only: the top 23 bits of
+    x_int as a mantissa, f = 1 + (x_int >> 8) 2^-23, and (f - 1) / 2 (exact; 0 for tiny x)."""
+    f = ((x_int >> 8) | 0x3F800000).to(tl.float32, bitcast=True)
+    return (f - 1.0) * 0.5
 
 
 @triton.jit
-def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, half_row, chunks_per_split,
-                 BLOCK_R: tl.constexpr, HALF: tl.constexpr, SPLIT: tl.constexpr):
-    """Each program: BLOCK_R rows, a run of 2*HALF-column chunks, a running argmax."""
+def exponential(upper, x_int, tail):
+    """q = -log(1 - v) in float32, x = (x_int + tail) 2^-32 the distance from the nearer end
+    (tail = 1/2, or refinement bits where x_int < REFINE_BELOW).
+    Upper half: q = -log(x). Lower half: q = -log1p(-x), by its series below 1/16
+    (relative error < 2^-31, however small x is) and as -log(1 - x) above."""
+    x = (x_int.to(tl.float32) + tail) * 2.3283064365386963e-10
+    series = x * (1.0 + x * (0.5 + x * (1.0 / 3 + x * (0.25 + x * (0.2 + x * (1.0 / 6 + x / 7))))))
+    logged = -tl.log(tl.where(upper, x, 1.0 - x))
+    return tl.where(upper | (x >= 0.0625), logged, series)
+
+
+@triton.jit
+def tail_bits(word, x_int):
+    """The part of x below 2^-32: 1/2 (a cell's midpoint), or 32 refinement bits near the ends."""
+    return tl.where(x_int < 4096, (word.to(tl.float32) + 0.5) * 2.3283064365386963e-10, 0.5)
+
+
+@triton.jit
+def quarter(probs_ptr, rows, row_ok, stride, V, cols):
+    """Load one quarter of a chunk: probs [BLOCK_R, Q] (0 beyond the row)."""
+    mask = row_ok[:, None] & (cols[None, :] < V)
+    return tl.load(probs_ptr + rows.to(tl.int64)[:, None] * stride + cols[None, :], mask=mask,
+                   other=0.0)
+
+
+@triton.jit
+def score(p, upper, x_int, tail):
+    """p / q, or -1 for a zero-probability token (never NaN: q is finite and > 0)."""
+    return tl.where(p > 0, p / exponential(upper, x_int, tail), -1.0)
+
+
+@triton.jit
+def keep_best(best, best_id, s, col0):
+    """Fold a [BLOCK_R, Q] tile of scores starting at column ``col0`` into the running best
+    (the earliest column wins a tie)."""
+    top, arg = tl.max(s, axis=1, return_indices=True, return_indices_tie_break_left=True)
+    better = top > best
+    return tl.where(better, top, best), tl.where(better, arg.to(tl.int64) + col0, best_id)
+
+
+@triton.jit
+def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chunks_per_split,
+                 BLOCK_R: tl.constexpr, Q: tl.constexpr, SPLIT: tl.constexpr):
+    """Each program: BLOCK_R rows, a run of 4Q-column chunks, a running (best, id)."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_ok = rows < B
+    j = tl.arange(0, Q)
     first = tl.program_id(1) * chunks_per_split
-    last = tl.minimum(first + chunks_per_split, tl.cdiv(V, 2 * HALF))
+    last = tl.minimum(first + chunks_per_split, n_chunks)
     best = tl.full([BLOCK_R], -2.0, tl.float32)
     best_id = tl.zeros([BLOCK_R], tl.int64)
     for chunk in range(first, last):
-        col0 = chunk * 2 * HALF
-        a, b, c, d = pair_bits(seed, rows, col0 // 2 + tl.arange(0, HALF), half_row)
-        noise = tl.interleave(exponential_from_bits(a, b), exponential_from_bits(c, d))
-        cols = col0 + tl.arange(0, 2 * HALF)
-        mask = row_ok[:, None] & (cols[None, :] < V)
-        probs = tl.load(probs_ptr + rows.to(tl.int64)[:, None] * stride + cols[None, :],
-                        mask=mask, other=0.0)
-        score = tl.where(probs > 0, probs / noise, -1.0)  # never NaN: noise is finite, > 0
-        top, arg = tl.max(score, axis=1, return_indices=True, return_indices_tie_break_left=True)
-        better = top > best
-        best = tl.where(better, top, best)
-        best_id = tl.where(better, arg.to(tl.int64) + col0, best_id)
+        col0 = chunk * 4 * Q
+        counter = rows.to(tl.int64)[:, None] * (n_chunks * Q) + (chunk * Q + j)[None, :]
+        w0, w1, w2, w3 = tl.randint4x(seed, counter)
+        p0 = quarter(probs_ptr, rows, row_ok, stride, V, col0 + j)
+        p1 = quarter(probs_ptr, rows, row_ok, stride, V, col0 + Q + j)
+        p2 = quarter(probs_ptr, rows, row_ok, stride, V, col0 + 2 * Q + j)
+        p3 = quarter(probs_ptr, rows, row_ok, stride, V, col0 + 3 * Q + j)
+        u0, x0 = fold(w0)
+        u1, x1 = fold(w1)
+        u2, x2 = fold(w2)
+        u3, x3 = fold(w3)
+        bar = best[:, None]
+        hopeful = (p0 > bar * lower_bound(x0)) | (p1 > bar * lower_bound(x1)) \
+            | (p2 > bar * lower_bound(x2)) | (p3 > bar * lower_bound(x3))
+        if tl.max(hopeful.to(tl.int32)) > 0:  # some token of the chunk may beat the best
+            near = tl.minimum(tl.minimum(x0, x1), tl.minimum(x2, x3))
+            t0 = tl.full(x0.shape, 0.5, tl.float32)
+            t1 = t0
+            t2 = t0
+            t3 = t0
+            if tl.min(near) < 4096:  # REFINE_BELOW: rare, so refinement bits are made rarely
+                r0, r1, r2, r3 = tl.randint4x(seed, counter | 4611686018427387904)
+                t0 = tail_bits(r0, x0)
+                t1 = tail_bits(r1, x1)
+                t2 = tail_bits(r2, x2)
+                t3 = tail_bits(r3, x3)
+            best, best_id = keep_best(best, best_id, score(p0, u0, x0, t0), col0)
+            best, best_id = keep_best(best, best_id, score(p1, u1, x1, t1), col0 + Q)
+            best, best_id = keep_best(best, best_id, score(p2, u2, x2, t2), col0 + 2 * Q)
+            best, best_id = keep_best(best, best_id, score(p3, u3, x3, t3), col0 + 3 * Q)
     out = tl.program_id(1) * B + rows
     tl.store(ids_ptr + out, best_id, mask=row_ok)
     if SPLIT:
@@ -74,34 +136,40 @@ def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, half_row, chu
 
 
 @triton.jit
-def _bits_kernel(hi_ptr, lo_ptr, seed, V, half_row, HALF: tl.constexpr):
-    """The race kernel's noise bits for one row and 2*HALF columns (for coupled tests)."""
+def _bits_kernel(main_ptr, refine_ptr, seed, V, n_chunks, Q: tl.constexpr):
+    """The race kernel's noise words for one (row, chunk): main and refinement word of every
+    column, for coupled tests against the float64 reference."""
     row = tl.program_id(0)
-    col0 = tl.program_id(1) * 2 * HALF
-    rows = row + tl.arange(0, 1)
-    a, b, c, d = pair_bits(seed, rows, col0 // 2 + tl.arange(0, HALF), half_row)
-    cols = col0 + tl.arange(0, 2 * HALF)
-    at = row.to(tl.int64) * V + cols[None, :]
-    mask = cols[None, :] < V
-    tl.store(hi_ptr + at, tl.interleave(a, c).to(tl.int64), mask=mask)
-    tl.store(lo_ptr + at, tl.interleave(b, d).to(tl.int64), mask=mask)
+    chunk = tl.program_id(1)
+    j = tl.arange(0, Q)
+    counter = (row.to(tl.int64) * (n_chunks * Q) + chunk * Q + j)[None, :]
+    words = tl.randint4x(seed, counter)
+    extra = tl.randint4x(seed, counter | 4611686018427387904)
+    base = row.to(tl.int64) * V + chunk * 4 * Q
+    for k in tl.static_range(4):
+        cols = chunk * 4 * Q + k * Q + j
+        at = base + k * Q + j
+        tl.store(main_ptr + at[None, :], words[k].to(tl.int64), mask=cols[None, :] < V)
+        tl.store(refine_ptr + at[None, :], extra[k].to(tl.int64), mask=cols[None, :] < V)
+
+
+def quarter_width(vocab: int) -> int:
+    """Q: a function of V alone (it fixes the noise layout), 512 for LLM vocabularies."""
+    return min(512, triton.next_power_of_2(max(1, -(-vocab // 4))))
 
 
 def _launch_shape(batch: int, vocab: int, device: torch.device):
-    """(BLOCK_R, HALF, splits, num_warps): tiles of 2^18 elements in the interpreter (it
-    pays per program and per loop trip; measured 867 -> 224 ns per token against 2^15-element
-    tiles at V = 4099), 2048-column chunks of one row on a GPU."""
-    pairs = triton.next_power_of_2(max(1, (vocab + 1) // 2))
+    """(BLOCK_R, splits, num_warps): 2^17-token tiles in the interpreter (it pays per
+    program and per loop trip), one row per program on a GPU, rows split across programs
+    when there are too few rows to fill the GPU."""
+    q = quarter_width(vocab)
     if INTERPRET or device.type != "cuda":
-        half = min(pairs, 512)
-        return min(triton.next_power_of_2(batch), max(1, 2**18 // (2 * half))), half, 1, 4
-    half = min(pairs, 1024)
-    block_r = 1 if half >= 512 else max(1, 1024 // half)
+        return min(triton.next_power_of_2(batch), max(1, 2**17 // (4 * q))), 1, 4
+    block_r = 1 if q >= 256 else max(1, 256 // q)
     row_blocks = triton.cdiv(batch, block_r)
-    chunks = triton.cdiv(vocab, 2 * half)
+    chunks = triton.cdiv(vocab, 4 * q)
     sms = torch.cuda.get_device_properties(device).multi_processor_count
-    splits = min(chunks, max(1, triton.cdiv(2 * sms, row_blocks)))
-    return block_r, half, splits, 8 if half >= 1024 else 4
+    return block_r, min(chunks, max(1, triton.cdiv(2 * sms, row_blocks))), 4
 
 
 def race_exact(probs: torch.Tensor, seed: int) -> torch.Tensor:
@@ -110,28 +178,28 @@ def race_exact(probs: torch.Tensor, seed: int) -> torch.Tensor:
         raise ValueError(f"probs must be float32 [B, V], got {probs.dtype} {tuple(probs.shape)}")
     batch, vocab = probs.shape
     probs = probs.contiguous()
-    block_r, half, splits, warps = _launch_shape(batch, vocab, probs.device)
-    chunks = triton.cdiv(vocab, 2 * half)
+    q = quarter_width(vocab)
+    chunks = triton.cdiv(vocab, 4 * q)
+    block_r, splits, warps = _launch_shape(batch, vocab, probs.device)
     per_split = triton.cdiv(chunks, splits)
     splits = triton.cdiv(chunks, per_split)
     ids = torch.empty((splits, batch), dtype=torch.int64, device=probs.device)
     best = torch.empty((splits, batch), dtype=torch.float32, device=probs.device) \
         if splits > 1 else ids
-    grid = (triton.cdiv(batch, block_r), splits)
-    _race_kernel[grid](probs, best, ids, seed, batch, vocab, probs.stride(0), (vocab + 1) // 2,
-                       per_split, BLOCK_R=block_r, HALF=half, SPLIT=splits > 1,
-                       num_warps=warps)
+    _race_kernel[(triton.cdiv(batch, block_r), splits)](
+        probs, best, ids, seed, batch, vocab, probs.stride(0), chunks, per_split,
+        BLOCK_R=block_r, Q=q, SPLIT=splits > 1, num_warps=warps)
     if splits == 1:
         return ids[0]
     return ids.gather(0, best.argmax(dim=0, keepdim=True))[0]
 
 
 def race_bits(batch: int, vocab: int, seed: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    """The two 32-bit words (hi, lo) of the noise that ``race_exact`` uses for each token,
-    as int64 tensors of shape [B, V]: a float64 reference can rebuild q from them."""
-    half = min(triton.next_power_of_2(max(1, (vocab + 1) // 2)), 1024)
-    hi = torch.empty((batch, vocab), dtype=torch.int64, device=device)
-    lo = torch.empty_like(hi)
-    _bits_kernel[(batch, triton.cdiv(vocab, 2 * half))](hi, lo, seed, vocab, (vocab + 1) // 2,
-                                                        HALF=half)
-    return hi, lo
+    """The main and refinement words (as int64, shape [B, V]) of the noise ``race_exact``
+    draws for each token: the float64 reference rebuilds q from them."""
+    q = quarter_width(vocab)
+    chunks = triton.cdiv(vocab, 4 * q)
+    main = torch.empty((batch, vocab), dtype=torch.int64, device=device)
+    refine = torch.empty_like(main)
+    _bits_kernel[(batch, chunks)](main, refine, seed, vocab, chunks, Q=q)
+    return main, refine
