@@ -28,6 +28,7 @@ import triton.language as tl
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 REFINE_BELOW = 4096         # main words within 2^12 of either end get 32 more bits
 REFINE_COUNTER = 1 << 62    # refinement words come from counters with bit 62 set
+LAUNCH_EXTRA: dict = {}     # extra launch options (register cap), set by tuning scripts
 
 
 @triton.jit
@@ -89,7 +90,8 @@ def keep_best(best, best_id, s, col0):
 
 @triton.jit
 def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chunks_per_split,
-                 BLOCK_R: tl.constexpr, Q: tl.constexpr, SPLIT: tl.constexpr):
+                 BLOCK_R: tl.constexpr, Q: tl.constexpr, SPLIT: tl.constexpr,
+                 ROUNDS: tl.constexpr = 10):
     """Each program: BLOCK_R rows, a run of 4Q-column chunks, a running (best, id)."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_ok = rows < B
@@ -101,7 +103,7 @@ def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chu
     for chunk in range(first, last):
         col0 = chunk * 4 * Q
         counter = rows.to(tl.int64)[:, None] * (n_chunks * Q) + (chunk * Q + j)[None, :]
-        w0, w1, w2, w3 = tl.randint4x(seed, counter)
+        w0, w1, w2, w3 = tl.randint4x(seed, counter, ROUNDS)
         p0 = quarter(probs_ptr, rows, row_ok, stride, V, col0 + j)
         p1 = quarter(probs_ptr, rows, row_ok, stride, V, col0 + Q + j)
         p2 = quarter(probs_ptr, rows, row_ok, stride, V, col0 + 2 * Q + j)
@@ -120,7 +122,7 @@ def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chu
             t2 = t0
             t3 = t0
             if tl.min(near) < 4096:  # REFINE_BELOW: rare, so refinement bits are made rarely
-                r0, r1, r2, r3 = tl.randint4x(seed, counter | 4611686018427387904)
+                r0, r1, r2, r3 = tl.randint4x(seed, counter | 4611686018427387904, ROUNDS)
                 t0 = tail_bits(r0, x0)
                 t1 = tail_bits(r1, x1)
                 t2 = tail_bits(r2, x2)
@@ -188,7 +190,7 @@ def race_exact(probs: torch.Tensor, seed: int) -> torch.Tensor:
         if splits > 1 else ids
     _race_kernel[(triton.cdiv(batch, block_r), splits)](
         probs, best, ids, seed, batch, vocab, probs.stride(0), chunks, per_split,
-        BLOCK_R=block_r, Q=q, SPLIT=splits > 1, num_warps=warps)
+        BLOCK_R=block_r, Q=q, SPLIT=splits > 1, num_warps=warps, **LAUNCH_EXTRA)
     if splits == 1:
         return ids[0]
     return ids.gather(0, best.argmax(dim=0, keepdim=True))[0]
