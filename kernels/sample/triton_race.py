@@ -89,10 +89,22 @@ def keep_best(best, best_id, s, col0):
 
 
 @triton.jit
+def chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q: tl.constexpr):
+    """The four quarters of the chunk starting at ``col0``: probs [BLOCK_R, Q] each."""
+    j = tl.arange(0, Q)
+    return (quarter(probs_ptr, rows, row_ok, stride, V, col0 + j),
+            quarter(probs_ptr, rows, row_ok, stride, V, col0 + Q + j),
+            quarter(probs_ptr, rows, row_ok, stride, V, col0 + 2 * Q + j),
+            quarter(probs_ptr, rows, row_ok, stride, V, col0 + 3 * Q + j))
+
+
+@triton.jit
 def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chunks_per_split,
                  BLOCK_R: tl.constexpr, Q: tl.constexpr, SPLIT: tl.constexpr,
-                 ROUNDS: tl.constexpr = 10):
-    """Each program: BLOCK_R rows, a run of 4Q-column chunks, a running (best, id)."""
+                 PREFETCH: tl.constexpr = True, ROUNDS: tl.constexpr = 10):
+    """Each program: BLOCK_R rows, a run of 4Q-column chunks, a running (best, id). With
+    PREFETCH the next chunk's probs are loaded before this chunk's noise is made, so the
+    memory latency hides behind Philox."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_ok = rows < B
     j = tl.arange(0, Q)
@@ -100,14 +112,17 @@ def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chu
     last = tl.minimum(first + chunks_per_split, n_chunks)
     best = tl.full([BLOCK_R], -2.0, tl.float32)
     best_id = tl.zeros([BLOCK_R], tl.int64)
+    n0, n1, n2, n3 = chunk_probs(probs_ptr, rows, row_ok, stride, V, first * 4 * Q, Q)
     for chunk in range(first, last):
         col0 = chunk * 4 * Q
+        if PREFETCH:
+            p0, p1, p2, p3 = n0, n1, n2, n3
+            # the next chunk (past the split's last: valid memory of the row, or masked)
+            n0, n1, n2, n3 = chunk_probs(probs_ptr, rows, row_ok, stride, V, col0 + 4 * Q, Q)
+        else:
+            p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q)
         counter = rows.to(tl.int64)[:, None] * (n_chunks * Q) + (chunk * Q + j)[None, :]
         w0, w1, w2, w3 = tl.randint4x(seed, counter, ROUNDS)
-        p0 = quarter(probs_ptr, rows, row_ok, stride, V, col0 + j)
-        p1 = quarter(probs_ptr, rows, row_ok, stride, V, col0 + Q + j)
-        p2 = quarter(probs_ptr, rows, row_ok, stride, V, col0 + 2 * Q + j)
-        p3 = quarter(probs_ptr, rows, row_ok, stride, V, col0 + 3 * Q + j)
         u0, x0 = fold(w0)
         u1, x1 = fold(w1)
         u2, x2 = fold(w2)
