@@ -52,10 +52,11 @@ def test_matches_float64_race_on_same_bits(batch, vocab):
 
 
 @pytest.mark.parametrize("block_r,splits", [(1, 1), (1, 7)])
-def test_pruned_and_split_launches_match(monkeypatch, block_r, splits):
+@pytest.mark.parametrize("sub", [128, 512])
+def test_pruned_and_split_launches_match(monkeypatch, block_r, splits, sub):
     """One row per program (the GPU's layout, where chunk pruning acts) and rows split
     across programs give the same coupled winners."""
-    monkeypatch.setattr(triton_race, "_launch_shape", lambda b, v, d: (block_r, splits, 4))
+    monkeypatch.setattr(triton_race, "_launch_shape", lambda b, v, d: (block_r, sub, splits, 1))
     assert_coupled(probs_batch(3, 30011, 7), seed=99)
 
 

@@ -28,7 +28,8 @@ import triton.language as tl
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 REFINE_BELOW = 4096         # main words within 2^12 of either end get 32 more bits
 REFINE_COUNTER = 1 << 62    # refinement words come from counters with bit 62 set
-LAUNCH_EXTRA: dict = {}     # extra launch options (register cap), set by tuning scripts
+LAUNCH_EXTRA: dict = {}     # extra launch options, set by tuning scripts
+GPU_SUB, GPU_WARPS, GPU_PROGRAMS_PER_SM = 128, 1, 16   # measured: docs/performance.md
 
 
 @triton.jit
@@ -89,9 +90,9 @@ def keep_best(best, best_id, s, col0):
 
 
 @triton.jit
-def chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q: tl.constexpr):
-    """The four quarters of the chunk starting at ``col0``: probs [BLOCK_R, Q] each."""
-    j = tl.arange(0, Q)
+def step_probs(probs_ptr, rows, row_ok, stride, V, col0, Q: tl.constexpr, SUB: tl.constexpr):
+    """The four quarter slices of one step, starting at ``col0``: probs [BLOCK_R, SUB] each."""
+    j = tl.arange(0, SUB)
     return (quarter(probs_ptr, rows, row_ok, stride, V, col0 + j),
             quarter(probs_ptr, rows, row_ok, stride, V, col0 + Q + j),
             quarter(probs_ptr, rows, row_ok, stride, V, col0 + 2 * Q + j),
@@ -99,28 +100,33 @@ def chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q: tl.constexpr):
 
 
 @triton.jit
-def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chunks_per_split,
-                 BLOCK_R: tl.constexpr, Q: tl.constexpr, SPLIT: tl.constexpr,
+def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, steps_per_split,
+                 BLOCK_R: tl.constexpr, Q: tl.constexpr, SUB: tl.constexpr, SPLIT: tl.constexpr,
                  PREFETCH: tl.constexpr = True, ROUNDS: tl.constexpr = 10):
-    """Each program: BLOCK_R rows, a run of 4Q-column chunks, a running (best, id). With
-    PREFETCH the next chunk's probs are loaded before this chunk's noise is made, so the
-    memory latency hides behind Philox."""
+    """Each program: BLOCK_R rows, a run of steps, a running (best, id). A step is SUB
+    counters of a chunk and the 4 SUB tokens they feed (SUB = Q: the whole chunk). With
+    PREFETCH the next step's probs are loaded before this step's noise is made."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_ok = rows < B
-    j = tl.arange(0, Q)
-    first = tl.program_id(1) * chunks_per_split
-    last = tl.minimum(first + chunks_per_split, n_chunks)
+    subs = Q // SUB
+    first = tl.program_id(1) * steps_per_split
+    last = tl.minimum(first + steps_per_split, n_chunks * subs)
     best = tl.full([BLOCK_R], -2.0, tl.float32)
     best_id = tl.zeros([BLOCK_R], tl.int64)
-    n0, n1, n2, n3 = chunk_probs(probs_ptr, rows, row_ok, stride, V, first * 4 * Q, Q)
-    for chunk in range(first, last):
-        col0 = chunk * 4 * Q
+    n0, n1, n2, n3 = step_probs(probs_ptr, rows, row_ok, stride, V,
+                                (first // subs) * 4 * Q + (first % subs) * SUB, Q, SUB)
+    for step in range(first, last):
+        chunk = step // subs
+        j = (step % subs) * SUB + tl.arange(0, SUB)      # counters of this step in the chunk
+        col0 = chunk * 4 * Q + (step % subs) * SUB       # column of quarter 0's first token
         if PREFETCH:
             p0, p1, p2, p3 = n0, n1, n2, n3
-            # the next chunk (past the split's last: valid memory of the row, or masked)
-            n0, n1, n2, n3 = chunk_probs(probs_ptr, rows, row_ok, stride, V, col0 + 4 * Q, Q)
+            following = step + 1  # past the split's last step: valid memory, or masked
+            n0, n1, n2, n3 = step_probs(probs_ptr, rows, row_ok, stride, V,
+                                        (following // subs) * 4 * Q + (following % subs) * SUB,
+                                        Q, SUB)
         else:
-            p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q)
+            p0, p1, p2, p3 = step_probs(probs_ptr, rows, row_ok, stride, V, col0, Q, SUB)
         counter = rows.to(tl.int64)[:, None] * (n_chunks * Q) + (chunk * Q + j)[None, :]
         w0, w1, w2, w3 = tl.randint4x(seed, counter, ROUNDS)
         u0, x0 = fold(w0)
@@ -130,7 +136,7 @@ def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chu
         bar = best[:, None]
         hopeful = (p0 > bar * lower_bound(x0)) | (p1 > bar * lower_bound(x1)) \
             | (p2 > bar * lower_bound(x2)) | (p3 > bar * lower_bound(x3))
-        if tl.max(hopeful.to(tl.int32)) > 0:  # some token of the chunk may beat the best
+        if tl.max(hopeful.to(tl.int32)) > 0:  # some token of the step may beat the best
             near = tl.minimum(tl.minimum(x0, x1), tl.minimum(x2, x3))
             t0 = tl.full(x0.shape, 0.5, tl.float32)
             t1 = t0
@@ -176,17 +182,17 @@ def quarter_width(vocab: int) -> int:
 
 
 def _launch_shape(batch: int, vocab: int, device: torch.device):
-    """(BLOCK_R, splits, num_warps): 2^17-token tiles in the interpreter (it pays per
-    program and per loop trip), one row per program on a GPU, rows split across programs
-    when there are too few rows to fill the GPU."""
+    """(BLOCK_R, SUB, splits, num_warps). Interpreter: 2^17-token tiles, whole chunks (it pays
+    per program and per loop trip). GPU: one warp per program walking a row in steps of
+    SUB counters, so the per-step "may any token win" test is a warp vote, not a barrier;
+    rows split into enough programs to fill the GPU."""
     q = quarter_width(vocab)
     if INTERPRET or device.type != "cuda":
-        return min(triton.next_power_of_2(batch), max(1, 2**17 // (4 * q))), 1, 4
-    block_r = 1 if q >= 256 else max(1, 256 // q)
-    row_blocks = triton.cdiv(batch, block_r)
-    chunks = triton.cdiv(vocab, 4 * q)
+        return min(triton.next_power_of_2(batch), max(1, 2**17 // (4 * q))), q, 1, 4
+    sub = min(q, GPU_SUB)
+    steps = triton.cdiv(vocab, 4 * q) * (q // sub)
     sms = torch.cuda.get_device_properties(device).multi_processor_count
-    return block_r, min(chunks, max(1, triton.cdiv(2 * sms, row_blocks))), 4
+    return 1, sub, min(steps, max(1, triton.cdiv(GPU_PROGRAMS_PER_SM * sms, batch))), GPU_WARPS
 
 
 def race_exact(probs: torch.Tensor, seed: int) -> torch.Tensor:
@@ -197,15 +203,16 @@ def race_exact(probs: torch.Tensor, seed: int) -> torch.Tensor:
     probs = probs.contiguous()
     q = quarter_width(vocab)
     chunks = triton.cdiv(vocab, 4 * q)
-    block_r, splits, warps = _launch_shape(batch, vocab, probs.device)
-    per_split = triton.cdiv(chunks, splits)
-    splits = triton.cdiv(chunks, per_split)
+    block_r, sub, splits, warps = _launch_shape(batch, vocab, probs.device)
+    steps = chunks * (q // sub)
+    per_split = triton.cdiv(steps, splits)
+    splits = triton.cdiv(steps, per_split)
     ids = torch.empty((splits, batch), dtype=torch.int64, device=probs.device)
     best = torch.empty((splits, batch), dtype=torch.float32, device=probs.device) \
         if splits > 1 else ids
     _race_kernel[(triton.cdiv(batch, block_r), splits)](
         probs, best, ids, seed, batch, vocab, probs.stride(0), chunks, per_split,
-        BLOCK_R=block_r, Q=q, SPLIT=splits > 1, num_warps=warps, **LAUNCH_EXTRA)
+        BLOCK_R=block_r, Q=q, SUB=sub, SPLIT=splits > 1, num_warps=warps, **LAUNCH_EXTRA)
     if splits == 1:
         return ids[0]
     return ids.gather(0, best.argmax(dim=0, keepdim=True))[0]
