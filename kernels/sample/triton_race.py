@@ -19,6 +19,7 @@ Memory traffic: probs read once (4 B V bytes), ids written once (8 B bytes); whe
 are split across programs, 12 B S bytes of partial winners too. No noise tensor in memory.
 """
 
+import functools
 import os
 
 import torch
@@ -181,6 +182,11 @@ def quarter_width(vocab: int) -> int:
     return min(512, triton.next_power_of_2(max(1, -(-vocab // 4))))
 
 
+@functools.cache
+def _multiprocessors(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def _launch_shape(batch: int, vocab: int, device: torch.device):
     """(BLOCK_R, SUB, splits, num_warps). Interpreter: 2^17-token tiles, whole chunks (it pays
     per program and per loop trip). GPU: one warp per program walking a row in steps of
@@ -191,7 +197,7 @@ def _launch_shape(batch: int, vocab: int, device: torch.device):
         return min(triton.next_power_of_2(batch), max(1, 2**17 // (4 * q))), q, 1, 4
     sub = min(q, GPU_SUB)
     steps = triton.cdiv(vocab, 4 * q) * (q // sub)
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    sms = _multiprocessors(device)
     return 1, sub, min(steps, max(1, triton.cdiv(GPU_PROGRAMS_PER_SM * sms, batch))), GPU_WARPS
 
 
