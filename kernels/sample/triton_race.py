@@ -11,7 +11,8 @@ x to 2^-32; where x < 2^-20 a second Philox word (counter with bit 62 set) refin
 2^-64, so q resolves down to 2^-65 where float32 ``exponential_`` stops at 2^-24 and
 float64's at 2^-53, and up to 44 in the upper tail.
 
-Pruning: q >= x, so token i cannot beat the row's running best b when p_i <= b x_i. A chunk
+Pruning: q >= x (>= 1/2 in the upper half), so token i cannot beat the row's running
+best b when p_i <= b x_i. A chunk
 where that holds for every token skips the log and the division: after the first chunks of
 a row almost all do, and the cost is Philox plus a multiply-compare per token.
 
@@ -42,11 +43,12 @@ def fold(word):
 
 
 @triton.jit
-def lower_bound(x_int):
-    """A float32 number <= x_int 2^-32 <= x <= q, from integer ops only: the top 23 bits of
-    x_int as a mantissa, f = 1 + (x_int >> 8) 2^-23, and (f - 1) / 2 (exact; 0 for tiny x)."""
+def lower_bound(upper, x_int):
+    """A float32 number <= q. Lower half: x_int 2^-32 <= x <= q, built from integer ops
+    only (the top 23 bits of x_int as a mantissa, f = 1 + (x_int >> 8) 2^-23, then
+    (f - 1) / 2, exact; 0 for tiny x). Upper half: q = -log(x) >= log 2 > 1/2."""
     f = ((x_int >> 8) | 0x3F800000).to(tl.float32, bitcast=True)
-    return (f - 1.0) * 0.5
+    return tl.where(upper, 0.5, (f - 1.0) * 0.5)
 
 
 @triton.jit
@@ -100,7 +102,7 @@ def step_probs(probs_ptr, rows, row_ok, stride, V, col0, Q: tl.constexpr, SUB: t
             quarter(probs_ptr, rows, row_ok, stride, V, col0 + 3 * Q + j))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["seed"])
 def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, steps_per_split,
                  BLOCK_R: tl.constexpr, Q: tl.constexpr, SUB: tl.constexpr, SPLIT: tl.constexpr,
                  PREFETCH: tl.constexpr = True, ROUNDS: tl.constexpr = 10):
@@ -135,8 +137,8 @@ def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, ste
         u2, x2 = fold(w2)
         u3, x3 = fold(w3)
         bar = best[:, None]
-        hopeful = (p0 > bar * lower_bound(x0)) | (p1 > bar * lower_bound(x1)) \
-            | (p2 > bar * lower_bound(x2)) | (p3 > bar * lower_bound(x3))
+        hopeful = (p0 > bar * lower_bound(u0, x0)) | (p1 > bar * lower_bound(u1, x1)) \
+            | (p2 > bar * lower_bound(u2, x2)) | (p3 > bar * lower_bound(u3, x3))
         if tl.max(hopeful.to(tl.int32)) > 0:  # some token of the step may beat the best
             near = tl.minimum(tl.minimum(x0, x1), tl.minimum(x2, x3))
             t0 = tl.full(x0.shape, 0.5, tl.float32)
@@ -159,7 +161,7 @@ def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, ste
         tl.store(best_ptr + out, best, mask=row_ok)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["seed"])
 def _bits_kernel(main_ptr, refine_ptr, seed, V, n_chunks, Q: tl.constexpr):
     """The race kernel's noise words for one (row, chunk): main and refinement word of every
     column, for coupled tests against the float64 reference."""
