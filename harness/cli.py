@@ -18,7 +18,7 @@ from harness.contracts import CONTRACTS
 from harness.errors import HarnessError
 from harness.loader import load
 from harness.plugin import DEFAULT_SEED
-from harness.runner import resolve_device
+from harness.runner import resolve_device, use_triton_interpreter_without_gpu
 from harness.stats.multiple import DEFAULT_FAMILY_ALPHA
 from kernels import CLEAN, MUTANTS
 
@@ -103,6 +103,7 @@ def run_list() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    use_triton_interpreter_without_gpu()
     try:
         if args.command == "list":
             return run_list()

@@ -18,7 +18,8 @@ from harness.budgets import MAX_CALL_ELEMENTS, get_budget
 from harness.errors import HarnessError, KernelFailure
 from harness.loader import Kernel, load
 from harness.reports import write_all
-from harness.runner import Runner, derive_seed, resolve_device, seed_stream
+from harness.runner import (Runner, derive_seed, resolve_device, seed_stream,
+                            use_triton_interpreter_without_gpu)
 from harness.stats.multiple import DEFAULT_FAMILY_ALPHA, bonferroni
 from harness.verdict import Outcome, Verdict
 from kernels import CLEAN
@@ -91,6 +92,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "family(name): the kernel family a suite module checks")
     config.addinivalue_line("markers", "statistical: a check that spends part of the run's "
                                        "false-fail budget")
+    use_triton_interpreter_without_gpu()
     config.stash[SESSION] = HarnessSession(config)
 
 

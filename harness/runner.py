@@ -10,6 +10,7 @@ and freed, so an output the kernel forgets to write reads back as garbage, not a
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,6 +36,13 @@ def seed_stream(seed: int):
     rng = np.random.default_rng(seed)
     while True:
         yield int(rng.integers(0, 2**31 - 1))
+
+
+def use_triton_interpreter_without_gpu() -> None:
+    """Triton kernels run on a CPU only through its interpreter, which must be chosen before
+    triton is first imported: choose it when torch sees no GPU (an explicit setting wins)."""
+    if not torch.cuda.is_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def resolve_device(device: str) -> torch.device:

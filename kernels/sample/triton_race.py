@@ -12,9 +12,9 @@ x to 2^-32; where x < 2^-20 a second Philox word (counter with bit 62 set) refin
 float64's at 2^-53, and up to 44 in the upper tail.
 
 Pruning: q >= x (>= 1/2 in the upper half), so token i cannot beat the row's running
-best b when p_i <= b x_i. A chunk
-where that holds for every token skips the log and the division: after the first chunks of
-a row almost all do, and the cost is Philox plus a multiply-compare per token.
+best b when p_i <= b x_i. A step where that holds for every token skips the log and the
+division: after the first steps of a row almost all do, and the cost is Philox plus a
+multiply-compare per token.
 
 Memory traffic: probs read once (4 B V bytes), ids written once (8 B bytes); when a few rows
 are split across programs, 12 B S bytes of partial winners too. No noise tensor in memory.
