@@ -28,21 +28,33 @@ BASELINES = ("torch-fp32", "torch-fp64")
 
 
 def median_ms(fn, probs: torch.Tensor, calls: int) -> float:
-    """Median milliseconds of ``fn(work, seed)`` called back to back on its own copy of probs.
-    On a GPU: triton's do_bench (device events, L2 flushed before every call, so the input
-    comes from memory, and host launch gaps hidden behind the flush). On a CPU: wall time."""
-    work = probs.clone()
-    if probs.device.type == "cuda":
-        from triton.testing import do_bench
-        return do_bench(lambda: fn(work, 1000), warmup=25, rep=max(100, 2 * calls),
-                        return_mode="median")
-    fn(work, 1000)
-    times = []
-    for i in range(calls):
-        started = time.perf_counter()
+    """Median milliseconds of ``fn(work, seed)``. Before each call, outside the timed region,
+    ``work`` gets a fresh copy of probs (kernels may overwrite it; a reused, overwritten
+    input can turn denormal and slow) and the L2 is flushed. On a GPU the calls are timed by
+    device events and synchronised once at the end, so the host runs ahead and its launch
+    gaps are not timed. On a CPU: wall time."""
+    work = torch.empty_like(probs)
+    cuda = probs.device.type == "cuda"
+    flush = torch.empty((64 << 20) if cuda else (1 << 20), dtype=torch.int8, device=probs.device)
+    warm = 3
+    if not cuda:
+        times = []
+        for i in range(warm + calls):
+            work.copy_(probs)
+            started = time.perf_counter()
+            fn(work, 1000 + i)
+            times.append((time.perf_counter() - started) * 1e3)
+        return statistics.median(times[warm:])
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(warm + calls)]
+    for i, (begin, end) in enumerate(events):
+        work.copy_(probs)
+        flush.zero_()
+        begin.record()
         fn(work, 1000 + i)
-        times.append((time.perf_counter() - started) * 1e3)
-    return statistics.median(times)
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(begin.elapsed_time(end) for begin, end in events[warm:])
 
 
 def copy_bandwidth(device: torch.device) -> float:
