@@ -115,9 +115,11 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    """Final write: ``complete`` is false when the run was interrupted or broke down."""
     state = session.config.stash.get(SESSION, None)
     if state is not None and state.verdicts:
-        write_all(state.report_dir, state.verdicts, state.meta(complete=True))
+        complete = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+        write_all(state.report_dir, state.verdicts, state.meta(complete=complete))
 
 
 class CheckContext:

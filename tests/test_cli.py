@@ -1,0 +1,104 @@
+"""The command line: exit codes, one-line errors, reports that survive interruption."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.helpers import cli
+
+BAD_KERNELS = '''
+import os, signal, torch
+NOT_CALLABLE = 3
+def two_args_missing(probs):
+    return probs.argmax(dim=-1)
+def floats(probs, seed):
+    return probs.argmax(dim=-1).float()
+CALLS = {"n": 0}
+def interrupted_on_fifth_call(probs, seed):
+    CALLS["n"] += 1
+    if CALLS["n"] == 5:
+        os.kill(os.getpid(), signal.SIGINT)
+    return probs.argmax(dim=-1)
+def killed_on_fifth_call(probs, seed):
+    CALLS["n"] += 1
+    if CALLS["n"] == 5:
+        os.kill(os.getpid(), signal.SIGKILL)
+    g = torch.Generator().manual_seed(seed)
+    return probs.div(torch.empty_like(probs).exponential_(generator=g)).argmax(dim=-1)
+'''
+
+
+@pytest.fixture
+def kernel_file(tmp_path):
+    path = tmp_path / "user_kernels.py"
+    path.write_text(BAD_KERNELS)
+    return path
+
+
+@pytest.mark.parametrize("args,reason", [
+    (["check", "nope"], "unknown family 'nope'"),
+    (["check", "sample", "--kernel", "no.such.module:fn"], "cannot import 'no.such.module'"),
+    (["check", "sample", "--kernel", "harness.cli"], "is not NAME, package.module:attr"),
+    (["check", "sample", "--kernel", "harness.cli:nothing"], "has no attribute 'nothing'"),
+    (["check", "all", "--kernel", "torch-fp32"], "check all runs every registered"),
+    (["check", "sample", "--kernel", "torch-fp32", "-k", "no_such_check"], "no checks selected"),
+])
+def test_harness_errors_exit_2_with_one_line(args, reason, tmp_path):
+    code, output, _ = cli(*args, "--device", "cpu", report_dir=tmp_path)
+    assert code == 2
+    assert reason in output and "Traceback" not in output
+
+
+def test_target_errors_in_user_files(kernel_file, tmp_path):
+    for attr, reason in (("NOT_CALLABLE", "not callable"), ("two_args_missing", "signature")):
+        code, output, _ = cli("check", "sample", "--kernel", f"{kernel_file}:{attr}",
+                              "--device", "cpu", report_dir=tmp_path)
+        assert code == 2 and reason in output and "Traceback" not in output
+
+
+def test_contract_violation_fails_every_check_and_reports(kernel_file, tmp_path):
+    code, output, report = cli("check", "sample", "--kernel", f"{kernel_file}:floats",
+                               "--device", "cpu", report_dir=tmp_path)
+    assert code == 1
+    assert report["verdict"] == "fail" and report["complete"] is True
+    assert all(c["verdict"] == "fail" and "dtype torch.float32" in c["message"]
+               for c in report["checks"])
+    fields = {"name", "family", "kernel", "verdict", "statistic", "p_value", "alpha", "samples",
+              "min_detectable_effect", "seed", "duration", "device", "message", "reproduce"}
+    assert fields <= set(report["checks"][0])
+    suite = ET.parse(tmp_path / "junit.xml").getroot()
+    assert int(suite.get("failures")) == len(report["checks"])
+    assert "FAIL" in (tmp_path / "summary.md").read_text()
+
+
+def test_sigint_leaves_the_report_of_finished_checks(kernel_file, tmp_path):
+    """Independence makes 4 calls and finishes; validity's first call is interrupted."""
+    code, output, report = cli("check", "sample", "--kernel",
+                               f"{kernel_file}:interrupted_on_fifth_call", "--device", "cpu",
+                               "-k", "test_validity or test_independence", report_dir=tmp_path)
+    assert code == 2 and "Traceback" not in output
+    assert report["complete"] is False
+    assert [c["name"] for c in report["checks"]] == ["independence"]
+
+
+def test_sigkill_leaves_the_report_of_finished_checks(kernel_file, tmp_path):
+    """Reports are rewritten atomically after every check: a killed run keeps them whole."""
+    command = [sys.executable, "-m", "harness.cli", "check", "sample", "--kernel",
+               f"{kernel_file}:killed_on_fifth_call", "--device", "cpu",
+               "--report-dir", str(tmp_path), "-k", "test_validity or test_independence"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == -signal.SIGKILL
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [c["name"] for c in report["checks"]] == ["independence"]
+    assert report["complete"] is False
+
+
+def test_list_names_kernels_and_mutants():
+    code, output, _ = cli("list")
+    assert code == 0 and "triton-exact" in output and "fp32-noise-floor" in output
