@@ -7,9 +7,9 @@ import importlib
 import importlib.util
 import inspect
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from harness.contracts import CONTRACTS
 from harness.errors import HarnessError
@@ -51,7 +51,8 @@ def _import_attr(target: str) -> object:
         raise
     except Exception as exc:  # an import that raises is the user's module, not ours
         reason = str(exc).splitlines()[0] if str(exc) else ""
-        raise HarnessError(f"cannot import {module_part!r}: {type(exc).__name__}: {reason}")
+        raise HarnessError(
+            f"cannot import {module_part!r}: {type(exc).__name__}: {reason}") from None
     if not hasattr(module, attr):
         raise HarnessError(f"{module_part!r} has no attribute {attr!r}")
     return getattr(module, attr)

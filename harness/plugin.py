@@ -18,8 +18,13 @@ from harness.budgets import MAX_CALL_ELEMENTS, get_budget
 from harness.errors import HarnessError, KernelFailure
 from harness.loader import Kernel, load
 from harness.reports import write_all
-from harness.runner import (Runner, derive_seed, resolve_device, seed_stream,
-                            use_triton_interpreter_without_gpu)
+from harness.runner import (
+    Runner,
+    derive_seed,
+    resolve_device,
+    seed_stream,
+    use_triton_interpreter_without_gpu,
+)
 from harness.stats.multiple import DEFAULT_FAMILY_ALPHA, bonferroni
 from harness.verdict import Outcome, Verdict
 from kernels import CLEAN
@@ -165,7 +170,8 @@ class CheckContext:
             outcome = check_fn(self)
             state = "pass" if outcome.passed else "fail"
         except KernelFailure as exc:
-            outcome, state = Outcome(passed=False, message=f"kernel {exc}", alpha=self.alpha), "fail"
+            outcome = Outcome(passed=False, message=f"kernel {exc}", alpha=self.alpha)
+            state = "fail"
         except Exception as exc:
             outcome = Outcome(passed=False, message=f"harness error: {type(exc).__name__}: {exc}")
             self.state.record(self._verdict(outcome, "error", time.perf_counter() - started))

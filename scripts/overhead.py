@@ -21,7 +21,8 @@ for name in ("torch-fp32", "torch-fp64", "triton-exact"):
         fn(work, i)
     host = (time.perf_counter() - t) / 200 * 1e3
     torch.cuda.synchronize()
-    eager = triton.testing.do_bench(lambda: fn(work, 7), warmup=50, rep=300, return_mode="median")
+    eager = triton.testing.do_bench(lambda fn=fn, work=work: fn(work, 7), warmup=50, rep=300,
+                                   return_mode="median")
     graph_ms = "-"
     try:
         stream = torch.cuda.Stream()
@@ -30,7 +31,8 @@ for name in ("torch-fp32", "torch-fp64", "triton-exact"):
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             fn(work, 7)
-        graph_ms = f"{triton.testing.do_bench(g.replay, warmup=50, rep=300, return_mode='median'):.4f}"
+        replay = triton.testing.do_bench(g.replay, warmup=50, rep=300, return_mode="median")
+        graph_ms = f"{replay:.4f}"
     except Exception as exc:
         graph_ms = f"{type(exc).__name__}"
     print(f"{name:14s} host {host:.4f} ms/call  do_bench {eager:.4f} ms  graph {graph_ms}")

@@ -24,7 +24,8 @@ cubins = glob.glob(f"{cache}/**/_race_kernel.cubin", recursive=True)
 for cubin in cubins:
     sass = subprocess.run(["cuobjdump", "-sass", cubin], capture_output=True, text=True).stdout
     ops = collections.Counter(m.group(1).split(".")[0] for m in
-                              re.finditer(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9.]+)", sass))
+                              re.finditer(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9.]+)",
+                                             sass))
     print(cubin.split("/")[-2][:12], sum(ops.values()), "instructions")
     print(sorted(ops.items(), key=lambda kv: -kv[1])[:30])
     if len(sys.argv) > 1:

@@ -6,8 +6,14 @@ import torch
 from hypothesis import given, settings
 
 from harness.strategies import probs_rows, vocab_sizes
-from reference.categorical import (collision_probability, exact_probs, exponential_from_bits,
-                                   pair_probs, race_winner, rare_mass)
+from reference.categorical import (
+    collision_probability,
+    exact_probs,
+    exponential_from_bits,
+    pair_probs,
+    race_winner,
+    rare_mass,
+)
 
 
 def test_exact_probs_renormalises_the_float32_row():

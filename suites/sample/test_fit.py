@@ -21,8 +21,7 @@ import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from harness.stats.chisquare import (chisquare_gof, min_detectable_tv, pool_bins,
-                                     samples_for_tv)
+from harness.stats.chisquare import chisquare_gof, min_detectable_tv, pool_bins, samples_for_tv
 from harness.stats.multiple import adjusted_p, bonferroni
 from harness.strategies import probs_tables
 from harness.verdict import Outcome
@@ -57,7 +56,7 @@ def fit_table(ctx, names: list[str], table: np.ndarray, tv: float, alpha: float)
     draws = planned_draws(probs, tv, alpha, ctx.budget.power, ctx.budget.fit_max_bins)
     counts = count_tokens(ctx, table, draws)
     results = []
-    for name, p, c in zip(names, probs, counts):
+    for name, p, c in zip(names, probs, counts, strict=True):
         for test, max_bins in (("coarse", ctx.budget.fit_max_bins), ("fine", None)):
             labels = pool_bins(draws * p, max_bins=max_bins)
             statistic, df, p_value = chisquare_gof(c, p, labels)

@@ -16,8 +16,12 @@ import math
 import pytest
 import torch
 
-from harness.stats.binomial import (equal_tailed_p, fraction_schedule, looks_alpha,
-                                    min_detectable_deficit)
+from harness.stats.binomial import (
+    equal_tailed_p,
+    fraction_schedule,
+    looks_alpha,
+    min_detectable_deficit,
+)
 from harness.stats.multiple import adjusted_p, bonferroni
 from harness.verdict import Outcome
 from reference.categorical import exact_probs, rare_mass
