@@ -23,6 +23,17 @@ from harness.stats.multiple import DEFAULT_FAMILY_ALPHA
 from kernels import CLEAN, MUTANTS
 
 
+def _positive(kind, upper=None):
+    """An argparse type: a number > 0 (and < ``upper``), else a one-line usage error."""
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0 or (upper is not None and value >= upper):
+            bound = f" and < {upper}" if upper is not None else ""
+            raise argparse.ArgumentTypeError(f"must be > 0{bound}, got {text}")
+        return value
+    return parse
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sampling-harness", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -35,8 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--seed", type=int, default=DEFAULT_SEED, help="harness seed")
     check.add_argument("--report-dir", default=None, help="default: reports/<timestamp>/")
     check.add_argument("-k", dest="select", default=None, help="pytest -k selection of checks")
-    check.add_argument("--call-timeout", type=float, default=600.0)
-    check.add_argument("--family-alpha", type=float, default=DEFAULT_FAMILY_ALPHA)
+    check.add_argument("--call-timeout", type=_positive(float), default=600.0)
+    check.add_argument("--family-alpha", type=_positive(float, 1.0),
+                       default=DEFAULT_FAMILY_ALPHA)
     sub.add_parser("list", help="families, kernels and mutants")
     bench = sub.add_parser("bench", help="time kernels of a family (GPU)")
     bench.add_argument("family", choices=tuple(CONTRACTS))

@@ -13,7 +13,7 @@ import hashlib
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -81,7 +81,6 @@ class Runner:
     calls: int = 0
     draws: int = 0
     seconds: float = 0.0
-    last_error: str | None = field(default=None, repr=False)
 
     def sample(self, probs: torch.Tensor, seed: int) -> torch.Tensor:
         """One validated call: int64 ids of shape [B] on the device."""

@@ -62,3 +62,36 @@ def exponential_from_bits(main: np.ndarray, refine: np.ndarray,
     tail = np.where(x_int < refine_below, (np.asarray(refine, np.float64) + 0.5) * 2.0**-32, 0.5)
     x = (x_int + tail) * 2.0**-32
     return np.where(upper, -np.log(x), -np.log1p(-x))
+
+
+def chunked_race_winner(probs: np.ndarray, chunk_noise: np.ndarray, token_noise: np.ndarray,
+                        width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The exponential race run in two levels, in float64, on given noise.
+
+    Chunks of ``width`` columns race with score P_G / q_G (P_G the chunk's mass, q_G from
+    ``chunk_noise`` [B, chunks]); the tokens of the winning chunk race with p_i / q_i (q_i
+    from ``token_noise`` [B, V]). Since min_{i in G} q_i / p_i ~ Exp(rate P_G), independent
+    of which token attains it, this draws token i with probability p_i / sum p, as the
+    one-level race does. Returns (winner, chunk gap, token gap): the relative gaps between
+    the two best scores at each level (where rounding could reorder them).
+    """
+    batch, vocab = probs.shape
+    chunks = chunk_noise.shape[1]
+    padded = np.zeros((batch, chunks * width))
+    padded[:, :vocab] = probs
+    mass = padded.reshape(batch, chunks, width).sum(axis=2)
+    chunk_score = np.where(mass > 0, mass / chunk_noise, -1.0)
+    won = chunk_score.argmax(axis=1)
+    token_score = np.where(probs > 0, probs / token_noise, -1.0)
+    cols = np.arange(vocab)[None, :] // width
+    token_score = np.where(cols == won[:, None], token_score, -2.0)
+    winner = token_score.argmax(axis=1)
+    return winner, _gap(chunk_score), _gap(token_score)
+
+
+def _gap(score: np.ndarray) -> np.ndarray:
+    """Relative gap between the best and second-best score of each row (inf for one)."""
+    if score.shape[1] < 2:
+        return np.full(score.shape[0], np.inf)
+    top2 = -np.sort(-score, axis=1)[:, :2]
+    return (top2[:, 0] - top2[:, 1]) / np.abs(top2[:, 0])
