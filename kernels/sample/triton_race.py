@@ -30,7 +30,7 @@ INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 REFINE_BELOW = 4096         # main words within 2^12 of either end get 32 more bits
 REFINE_COUNTER = 1 << 62    # refinement words come from counters with bit 62 set
 LAUNCH_EXTRA: dict = {}     # extra launch options, set by tuning scripts
-GPU_WARPS, GPU_PROGRAMS_PER_SM = 4, 8   # measured: docs/performance.md
+GPU_WARPS, GPU_PROGRAMS_PER_SM = 2, 4   # swept on an H200: docs/performance.md
 
 
 @triton.jit
