@@ -100,7 +100,10 @@ def run_check(args) -> int:
         return 0
     if code == pytest.ExitCode.TESTS_FAILED and verdict == "fail":
         return 1
-    raise HarnessError(f"the run did not complete (pytest exit {int(code)}, verdict {verdict})")
+    if verdict == "error":
+        raise HarnessError(f"a check could not run (harness error); see {report_dir}/summary.md")
+    raise HarnessError(f"the run did not complete (pytest exit {int(code)}); the report of the "
+                       f"checks that finished is in {report_dir}/")
 
 
 def run_list() -> int:

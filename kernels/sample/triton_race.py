@@ -27,8 +27,9 @@ import triton
 import triton.language as tl
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
-REFINE_BELOW = 4096         # main words within 2^12 of either end get 32 more bits
-REFINE_COUNTER = 1 << 62    # refinement words come from counters with bit 62 set
+REFINE_BELOW = tl.constexpr(4096)      # main words within 2^12 of either end get 32 more bits
+REFINE_BIT = tl.constexpr(1 << 62)     # refinement words: token counters with bit 62 set
+CHUNK_BIT = tl.constexpr(1 << 61)      # chunk variates: chunk counters with bit 61 set
 LAUNCH_EXTRA: dict = {}     # extra launch options, set by tuning scripts
 GPU_WARPS, GPU_PROGRAMS_PER_SM = 2, 4   # swept on an H200: docs/performance.md
 
@@ -56,7 +57,7 @@ def exponential(upper, x_int, tail):
 @triton.jit
 def tail_bits(word, x_int):
     """The part of x below 2^-32: 1/2 (a cell's midpoint), or 32 refinement bits near the ends."""
-    return tl.where(x_int < 4096, (word.to(tl.float32) + 0.5) * 2.3283064365386963e-10, 0.5)
+    return tl.where(x_int < REFINE_BELOW, (word.to(tl.float32) + 0.5) * 2.3283064365386963e-10, 0.5)
 
 
 @triton.jit
@@ -95,7 +96,7 @@ def chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q: tl.constexpr):
 @triton.jit
 def chunk_noise(seed, rows, chunk, n_chunks, ROUNDS: tl.constexpr):
     """One Exp(1) per (row, chunk), from two Philox words (64 bits) in their own counters."""
-    counter = rows.to(tl.int64) * n_chunks + chunk + 2305843009213693952  # bit 61
+    counter = rows.to(tl.int64) * n_chunks + chunk + CHUNK_BIT
     word, refine, _, _ = tl.randint4x(seed, counter, ROUNDS)
     upper, x_int = fold(word)
     return exponential(upper, x_int, (refine.to(tl.float32) + 0.5) * 2.3283064365386963e-10)
@@ -136,8 +137,8 @@ def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chu
     t2 = t0
     t3 = t0
     near = tl.minimum(tl.minimum(x0, x1), tl.minimum(x2, x3))
-    if tl.min(near) < 4096:  # REFINE_BELOW: rare, so refinement bits are made rarely
-        r0, r1, r2, r3 = tl.randint4x(seed, counter | 4611686018427387904, ROUNDS)  # bit 62
+    if tl.min(near) < REFINE_BELOW:  # rare: refinement bits are made for few chunks
+        r0, r1, r2, r3 = tl.randint4x(seed, counter | REFINE_BIT, ROUNDS)
         t0 = tail_bits(r0, x0)
         t1 = tail_bits(r1, x1)
         t2 = tail_bits(r2, x2)
@@ -163,7 +164,7 @@ def _bits_kernel(main_ptr, refine_ptr, chunk_ptr, seed, V, n_chunks, Q: tl.const
     j = tl.arange(0, Q)
     counter = (row.to(tl.int64) * (n_chunks * Q) + chunk * Q + j)[None, :]
     words = tl.randint4x(seed, counter)
-    extra = tl.randint4x(seed, counter | 4611686018427387904)
+    extra = tl.randint4x(seed, counter | REFINE_BIT)
     base = row.to(tl.int64) * V + chunk * 4 * Q
     for k in tl.static_range(4):
         cols = chunk * 4 * Q + k * Q + j
@@ -171,8 +172,8 @@ def _bits_kernel(main_ptr, refine_ptr, chunk_ptr, seed, V, n_chunks, Q: tl.const
         tl.store(main_ptr + at[None, :], words[k].to(tl.int64), mask=cols[None, :] < V)
         tl.store(refine_ptr + at[None, :], extra[k].to(tl.int64), mask=cols[None, :] < V)
     pair = tl.arange(0, 2)
-    word, refine, _, _ = tl.randint4x(seed, row.to(tl.int64) * n_chunks + chunk
-                                      + 2305843009213693952 + pair * 0)
+    word, refine, _, _ = tl.randint4x(seed, row.to(tl.int64) * n_chunks + chunk + CHUNK_BIT
+                                      + pair * 0)
     tl.store(chunk_ptr + (row.to(tl.int64) * n_chunks + chunk) * 2 + pair,
              tl.where(pair == 0, word.to(tl.int64), refine.to(tl.int64)))
 
