@@ -112,7 +112,8 @@ def run_list() -> int:
         for name, target in CLEAN.get(family, {}).items():
             print(f"  kernel  {name:20s} {target}")
         for name, mutant in MUTANTS.get(family, {}).items():
-            print(f"  mutant  {name:20s} fails {mutant.caught_by} at {mutant.budget}: {mutant.bug}")
+            checks = ", ".join(mutant.caught_by)
+            print(f"  mutant  {name:20s} fails {checks} at {mutant.budget}: {mutant.bug}")
     return 0
 
 

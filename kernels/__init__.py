@@ -20,7 +20,7 @@ CLEAN: dict[str, dict[str, str]] = {
 @dataclass(frozen=True)
 class Mutant:
     target: str
-    caught_by: str      # the check that must fail on it
+    caught_by: tuple[str, ...]  # the checks that must fail on it
     budget: str         # the smallest budget at which that check catches it
     bug: str            # the field bug it re-creates
 
