@@ -19,10 +19,10 @@ import numpy as np
 import torch
 
 from harness.contracts import validate_ids
-from harness.errors import KernelFailure
+from harness.errors import HarnessError, KernelFailure
 from harness.loader import Kernel
 
-POISON_BYTES = {"cuda": 64 << 20, "cpu": 1 << 20}
+CUDA_POISON_BYTES = 64 << 20  # bigger than any block the caching allocator reuses for ids
 
 
 def derive_seed(*parts: object) -> int:
@@ -49,7 +49,6 @@ def resolve_device(device: str) -> torch.device:
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        from harness.errors import HarnessError
         raise HarnessError("--device cuda asked for, but torch sees no CUDA device")
     return torch.device(device)
 
@@ -59,7 +58,7 @@ def poison_allocator(device: torch.device, batch: int) -> None:
     hand out the kernel's next buffers: a big block for the CUDA caching allocator, blocks
     the size of a plausible output for the CPU allocator."""
     if device.type == "cuda":
-        block = torch.full((POISON_BYTES["cuda"] // 8,), -1, dtype=torch.int64, device=device)
+        block = torch.full((CUDA_POISON_BYTES // 8,), -1, dtype=torch.int64, device=device)
         del block
     for size in (batch, 2 * batch):
         block = torch.full((size,), -1, dtype=torch.int64, device=device)

@@ -41,11 +41,10 @@ def pair_probs(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.outer(p, q)
 
 
-def race_winner(probs: np.ndarray, noise: np.ndarray) -> np.ndarray:
-    """The float64 exponential race: ``argmax_i p_i / q_i`` per row, zero-probability tokens
-    excluded. ``noise`` holds the exponential variates q (> 0) the kernel was fed."""
-    score = np.where(probs > 0, probs / noise, -1.0)
-    return score.argmax(axis=-1)
+def race_scores(weights: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """Scores of the float64 exponential race: ``w / q``, and -1 where ``w`` is 0 (a
+    zero-weight entry never wins). The winner is the argmax; ``noise`` holds q > 0."""
+    return np.where(weights > 0, weights / noise, -1.0)
 
 
 def exponential_from_bits(main: np.ndarray, refine: np.ndarray,
@@ -80,11 +79,10 @@ def chunked_race_winner(probs: np.ndarray, chunk_noise: np.ndarray, token_noise:
     padded = np.zeros((batch, chunks * width))
     padded[:, :vocab] = probs
     mass = padded.reshape(batch, chunks, width).sum(axis=2)
-    chunk_score = np.where(mass > 0, mass / chunk_noise, -1.0)
+    chunk_score = race_scores(mass, chunk_noise)
     won = chunk_score.argmax(axis=1)
-    token_score = np.where(probs > 0, probs / token_noise, -1.0)
-    cols = np.arange(vocab)[None, :] // width
-    token_score = np.where(cols == won[:, None], token_score, -2.0)
+    in_won = np.arange(vocab)[None, :] // width == won[:, None]
+    token_score = np.where(in_won, race_scores(probs, token_noise), -2.0)
     winner = token_score.argmax(axis=1)
     return winner, _gap(chunk_score), _gap(token_score)
 

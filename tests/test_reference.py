@@ -7,11 +7,12 @@ from hypothesis import given, settings
 
 from harness.strategies import probs_rows, vocab_sizes
 from reference.categorical import (
+    chunked_race_winner,
     collision_probability,
     exact_probs,
     exponential_from_bits,
     pair_probs,
-    race_winner,
+    race_scores,
     rare_mass,
 )
 
@@ -44,9 +45,19 @@ def test_pair_and_collision_probabilities():
     assert rare_mass(p, np.array([False, True, True])) == pytest.approx(0.5)
 
 
-def test_race_winner_never_picks_a_zero_probability_token():
+def test_race_never_picks_a_zero_probability_token():
     probs = np.array([[0.0, 1e-30, 0.0]])
-    assert race_winner(probs, np.array([[1e-300, 1e30, 1e-300]]))[0] == 1
+    assert race_scores(probs, np.array([[1e-300, 1e30, 1e-300]])).argmax(axis=1)[0] == 1
+
+
+def test_chunked_race_picks_the_winning_chunks_best_token():
+    probs = np.array([[0.1, 0.2, 0.3, 0.4]])
+    chunk_q = np.array([[1.0, 0.1]])             # chunk 1 (mass 0.7 / 0.1) beats chunk 0
+    token_q = np.array([[1e-9, 1.0, 1.0, 2.0]])  # token 0 would win a one-level race
+    winner, chunk_gap, token_gap = chunked_race_winner(probs, chunk_q, token_q, width=2)
+    assert winner[0] == 2
+    assert chunk_gap[0] == pytest.approx((7.0 - 0.3) / 7.0)
+    assert token_gap[0] == pytest.approx((0.3 - 0.2) / 0.3)
 
 
 def test_exponential_from_bits_tails_and_midpoints():

@@ -4,11 +4,7 @@ import time
 
 import torch
 
-
-def _generator(device: torch.device, seed: int) -> torch.Generator:
-    generator = torch.Generator(device=device)
-    generator.manual_seed(seed)
-    return generator
+from kernels.sample.torch_race import seeded_generator
 
 
 def _race64(probs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
@@ -18,13 +14,13 @@ def _race64(probs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
 def _exp64(probs: torch.Tensor, seed: int, rows: int | None = None) -> torch.Tensor:
     shape = (probs.shape[0] if rows is None else rows, probs.shape[1])
     noise = torch.empty(shape, dtype=torch.float64, device=probs.device)
-    return noise.exponential_(generator=_generator(probs.device, seed))
+    return noise.exponential_(generator=seeded_generator(probs.device, seed))
 
 
 def noise_floor(probs, seed):
     """q = -log(u) with u a 24-bit uniform (midpoints of 2^-24 cells): q >= 3e-8, as CUDA's
     float32 ``exponential_`` (q >= 2^-24); on CPU torch's own float32 noise has no floor."""
-    u = torch.rand(probs.shape, generator=_generator(probs.device, seed), device=probs.device)
+    u = torch.rand(probs.shape, generator=seeded_generator(probs.device, seed), device=probs.device)
     noise = u.to(torch.float64).add_(2.0**-25).log_().neg_()
     return _race64(probs, noise)
 
@@ -36,7 +32,7 @@ def topk_truncated(probs, seed, k=1024):
 
 
 def gumbel_u_one(probs, seed):
-    u = 1.0 - torch.rand(probs.shape, generator=_generator(probs.device, seed),
+    u = 1.0 - torch.rand(probs.shape, generator=seeded_generator(probs.device, seed),
                          device=probs.device)
     gumbel = -torch.log(-torch.log(u))
     return (probs.log() + gumbel).argmax(dim=-1)

@@ -8,7 +8,7 @@ and read by the argmax: about 5 passes over B x V (float64 noise: twice the byte
 import torch
 
 
-def _generator(device: torch.device, seed: int) -> torch.Generator:
+def seeded_generator(device: torch.device, seed: int) -> torch.Generator:
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
     return generator
@@ -16,12 +16,12 @@ def _generator(device: torch.device, seed: int) -> torch.Generator:
 
 def race_fp32(probs: torch.Tensor, seed: int) -> torch.Tensor:
     """float32 noise from torch's ``exponential_``: on CUDA it never falls below 2^-24."""
-    noise = torch.empty_like(probs).exponential_(generator=_generator(probs.device, seed))
+    noise = torch.empty_like(probs).exponential_(generator=seeded_generator(probs.device, seed))
     return probs.div_(noise).argmax(dim=-1)
 
 
 def race_fp64(probs: torch.Tensor, seed: int) -> torch.Tensor:
     """float64 noise and float64 scores: the lower tail resolves down to about 2^-53."""
     noise = torch.empty(probs.shape, dtype=torch.float64, device=probs.device)
-    noise.exponential_(generator=_generator(probs.device, seed))
+    noise.exponential_(generator=seeded_generator(probs.device, seed))
     return probs.to(torch.float64).div_(noise).argmax(dim=-1)

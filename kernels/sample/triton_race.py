@@ -30,7 +30,6 @@ INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 REFINE_BELOW = tl.constexpr(4096)      # main words within 2^12 of either end get 32 more bits
 REFINE_BIT = tl.constexpr(1 << 62)     # refinement words: token counters with bit 62 set
 CHUNK_BIT = tl.constexpr(1 << 61)      # chunk variates: chunk counters with bit 61 set
-LAUNCH_EXTRA: dict = {}     # extra launch options, set by tuning scripts
 GPU_WARPS, GPU_PROGRAMS_PER_SM = 2, 4   # swept on an H200: docs/performance.md
 
 
@@ -94,18 +93,17 @@ def chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q: tl.constexpr):
 
 
 @triton.jit
-def chunk_noise(seed, rows, chunk, n_chunks, ROUNDS: tl.constexpr):
+def chunk_noise(seed, rows, chunk, n_chunks):
     """One Exp(1) per (row, chunk), from two Philox words (64 bits) in their own counters."""
     counter = rows.to(tl.int64) * n_chunks + chunk + CHUNK_BIT
-    word, refine, _, _ = tl.randint4x(seed, counter, ROUNDS)
+    word, refine, _, _ = tl.randint4x(seed, counter)
     upper, x_int = fold(word)
     return exponential(upper, x_int, (refine.to(tl.float32) + 0.5) * 2.3283064365386963e-10)
 
 
 @triton.jit(do_not_specialize=["seed"])
 def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chunks_per_split,
-                 BLOCK_R: tl.constexpr, Q: tl.constexpr, SPLIT: tl.constexpr,
-                 ROUNDS: tl.constexpr = 10):
+                 BLOCK_R: tl.constexpr, Q: tl.constexpr, SPLIT: tl.constexpr):
     """Each program: BLOCK_R rows and a run of chunks. Level 1 picks each row's chunk with
     the highest P_G / q_G; level 2 races the tokens of that chunk."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
@@ -118,7 +116,7 @@ def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chu
         p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V,
                                      tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q, Q)
         mass = tl.sum(p0 + p1 + p2 + p3, axis=1)
-        level1 = tl.where(mass > 0, mass / chunk_noise(seed, rows, chunk, n_chunks, ROUNDS), -1.0)
+        level1 = tl.where(mass > 0, mass / chunk_noise(seed, rows, chunk, n_chunks), -1.0)
         better = level1 > best
         best = tl.where(better, level1, best)
         winner = tl.where(better, chunk, winner)
@@ -126,7 +124,7 @@ def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chu
     col0 = winner * 4 * Q
     j = tl.arange(0, Q)
     counter = rows.to(tl.int64)[:, None] * (n_chunks * Q) + (winner * Q)[:, None] + j[None, :]
-    w0, w1, w2, w3 = tl.randint4x(seed, counter, ROUNDS)
+    w0, w1, w2, w3 = tl.randint4x(seed, counter)
     p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V, col0[:, None], Q)
     u0, x0 = fold(w0)
     u1, x1 = fold(w1)
@@ -138,7 +136,7 @@ def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chu
     t3 = t0
     near = tl.minimum(tl.minimum(x0, x1), tl.minimum(x2, x3))
     if tl.min(near) < REFINE_BELOW:  # rare: refinement bits are made for few chunks
-        r0, r1, r2, r3 = tl.randint4x(seed, counter | REFINE_BIT, ROUNDS)
+        r0, r1, r2, r3 = tl.randint4x(seed, counter | REFINE_BIT)
         t0 = tail_bits(r0, x0)
         t1 = tail_bits(r1, x1)
         t2 = tail_bits(r2, x2)
@@ -216,7 +214,7 @@ def race_exact(probs: torch.Tensor, seed: int) -> torch.Tensor:
         if splits > 1 else ids
     _race_kernel[(triton.cdiv(batch, block_r), splits)](
         probs, best, ids, seed, batch, vocab, probs.stride(0), chunks, per_split,
-        BLOCK_R=block_r, Q=q, SPLIT=splits > 1, num_warps=warps, **LAUNCH_EXTRA)
+        BLOCK_R=block_r, Q=q, SPLIT=splits > 1, num_warps=warps)
     if splits == 1:
         return ids[0]
     return ids.gather(0, best.argmax(dim=0, keepdim=True))[0]

@@ -40,7 +40,8 @@ def edge_cases(seed: int) -> dict[str, np.ndarray]:
 
 def validity(ctx) -> Outcome:
     seeds = ctx.seeds()
-    for table in edge_cases(ctx.seed).values():
+    cases = edge_cases(ctx.seed)
+    for table in cases.values():
         ctx.runner.sample(torch.as_tensor(table, device=ctx.device), next(seeds))
 
     per_call = rows_per_call(ctx, SPARSE_VOCAB)
@@ -66,7 +67,7 @@ def validity(ctx) -> Outcome:
               "on masked tokens; same seed gave the same ids",
         samples=draws, min_detectable_effect=never_rate(draws, ctx.budget.power),
         effect="per-draw rate of returning a zero-probability token",
-        details={"edge_cases": list(edge_cases(ctx.seed))})
+        details={"edge_cases": list(cases)})
 
 
 def test_validity(check):
