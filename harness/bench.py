@@ -1,10 +1,12 @@
-"""``sampling-harness bench sample``: median time, effective bandwidth, distance from the
-memory floor, and ratios to the torch baselines, printed as a table.
+"""``sampling-harness bench FAMILY``: median time, effective bandwidth, distance from the
+memory floor, and ratios to the family's baselines, printed as a table.
 
-The floor of a sampling kernel is reading probs once (4 B V bytes) plus writing B ids, at
-the copy bandwidth measured on the same device (bytes read + written by a large
-device-to-device copy). Each kernel gets its own copy of probs (kernels may overwrite it);
-every timed call starts with a flushed L2; the median of many calls is reported.
+The floor is the fewest bytes a kernel of the family must move (the family's
+``floor_bytes``: for ``sample``, probs read once and the ids written) at the copy bandwidth
+measured on the same device (bytes read + written by a large device-to-device copy). Each
+timed call gets a fresh copy of its inputs (kernels may overwrite them) and starts with a
+flushed L2, both outside the timed region; the median of many calls is reported.
+``--kernel`` adds any target (a user's own kernel) to the table beside the baselines.
 """
 
 from __future__ import annotations
@@ -17,41 +19,45 @@ from pathlib import Path
 import torch
 
 from harness.errors import HarnessError
+from harness.families import FAMILIES
 from harness.loader import load
 from harness.reports import atomic_write
 from harness.runner import resolve_device
 from kernels import CLEAN
 
-GPU_SHAPES = ((256, 151936), (32, 128256), (1, 32000))
-CPU_SHAPES = ((16, 4099),)
-BASELINES = ("torch-fp32", "torch-fp64")
 
-
-def median_ms(fn, probs: torch.Tensor, calls: int) -> float:
-    """Median milliseconds of ``fn(work, seed)``. Before each call, outside the timed region,
-    ``work`` gets a fresh copy of probs (kernels may overwrite it; a reused, overwritten
-    input can turn denormal and slow) and the L2 is flushed. On a GPU the calls are timed by
-    device events and synchronised once at the end, so the host runs ahead and its launch
-    gaps are not timed. On a CPU: wall time."""
-    work = torch.empty_like(probs)
-    cuda = probs.device.type == "cuda"
-    flush = torch.empty((64 << 20) if cuda else (1 << 20), dtype=torch.int8, device=probs.device)
+def median_ms(call, inputs: dict, calls: int) -> float:
+    """Median milliseconds of ``call(work, seed)``, ``work`` a copy of ``inputs``. Before
+    each call, outside the timed region, every tensor input is refreshed from its original
+    (a reused, overwritten input can turn denormal and slow) and the L2 is flushed. On a
+    GPU the calls are timed by device events and synchronised once at the end, so the host
+    runs ahead and its launch gaps are not timed. On a CPU: wall time."""
+    work = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+    device = next(v.device for v in inputs.values() if isinstance(v, torch.Tensor))
+    cuda = device.type == "cuda"
+    flush = torch.empty((64 << 20) if cuda else (1 << 20), dtype=torch.int8, device=device)
     warm = 3
+
+    def refresh() -> None:
+        for name, value in inputs.items():
+            if isinstance(value, torch.Tensor):
+                work[name].copy_(value)
+
     if not cuda:
         times = []
         for i in range(warm + calls):
-            work.copy_(probs)
+            refresh()
             started = time.perf_counter()
-            fn(work, 1000 + i)
+            call(work, 1000 + i)
             times.append((time.perf_counter() - started) * 1e3)
         return statistics.median(times[warm:])
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(warm + calls)]
     for i, (begin, end) in enumerate(events):
-        work.copy_(probs)
+        refresh()
         flush.zero_()
         begin.record()
-        fn(work, 1000 + i)
+        call(work, 1000 + i)
         end.record()
     torch.cuda.synchronize()
     return statistics.median(begin.elapsed_time(end) for begin, end in events[warm:])
@@ -62,42 +68,46 @@ def copy_bandwidth(device: torch.device) -> float:
     n = (1 << 28) if device.type == "cuda" else (1 << 24)
     src = torch.ones(n, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
-    ms = median_ms(lambda work, _: dst.copy_(work), src, 20)
+    ms = median_ms(lambda work, _: dst.copy_(work["src"]), {"src": src}, 20)
     return 2 * src.numel() * 4 / (ms * 1e-3)
 
 
-def run_bench(family: str, targets: list[str], device: str, shapes: list[str],
+def run_bench(family_name: str, targets: list[str], device: str, shapes: list[str],
               report_dir: Path) -> int:
+    family = FAMILIES[family_name]
+    spec = family.bench
+    if spec is None:
+        raise HarnessError(f"family {family_name!r} has no benchmark")
     dev = resolve_device(device)
-    names = targets or list(CLEAN[family])
-    kernels = {name: load(name, family) for name in names}
-    for base in BASELINES:
-        kernels.setdefault(base, load(base, family))
+    names = list(dict.fromkeys([*spec.baselines, *(targets or CLEAN.get(family_name, {}))]))
+    kernels = {name: load(name, family_name) for name in names}
     try:
-        sizes = [tuple(int(x) for x in s.lower().split("x")) for s in shapes] or \
-            list(GPU_SHAPES if dev.type == "cuda" else CPU_SHAPES)
+        cases = [(shape, spec.make_inputs(shape, dev))
+                 for shape in shapes or (spec.gpu_shapes if dev.type == "cuda"
+                                         else spec.cpu_shapes)]
     except ValueError:
-        raise HarnessError(f"--shape takes BxV, e.g. 256x151936; got {shapes}") from None
+        raise HarnessError(f"--shape takes {spec.shape_help}; got {shapes}") from None
     bandwidth = copy_bandwidth(dev)
     calls = 50 if dev.type == "cuda" else 5
     rows = []
-    for batch, vocab in sizes:
-        probs = torch.rand(batch, vocab, device=dev).pow_(4)
-        probs /= probs.sum(dim=1, keepdim=True)
-        floor_bytes = batch * vocab * 4 + batch * 8
-        times = {name: median_ms(k.fn, probs, calls) for name, k in kernels.items()}
+    for shape, inputs in cases:
+        floor = spec.floor_bytes(inputs)
+        times = {name: median_ms(lambda work, seed, fn=k.fn: family.call(fn, work, seed),
+                                 inputs, calls) for name, k in kernels.items()}
         for name, ms in times.items():
-            rows.append({"shape": f"{batch}x{vocab}", "kernel": name, "median_ms": ms,
-                         "GB_per_s": floor_bytes / (ms * 1e-3) / 1e9,
-                         "pct_of_floor": 100 * (floor_bytes / bandwidth) / (ms * 1e-3),
-                         "vs_torch_fp32": times["torch-fp32"] / ms,
-                         "vs_torch_fp64": times["torch-fp64"] / ms})
+            rows.append({"shape": shape, "kernel": name, "median_ms": ms,
+                         "GB_per_s": floor / (ms * 1e-3) / 1e9,
+                         "pct_of_floor": 100 * (floor / bandwidth) / (ms * 1e-3),
+                         **{f"vs_{base}": times[base] / ms for base in spec.baselines}})
     header = (f"device {torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'cpu'}, "
-              f"copy bandwidth {bandwidth / 1e12:.2f} TB/s (read + write), median of {calls}")
-    lines = [header, "", "| B x V | kernel | median ms | GB/s | % of floor | x torch-fp32 "
-             "| x torch-fp64 |", "|---|---|---|---|---|---|---|"]
+              f"copy bandwidth {bandwidth / 1e12:.2f} TB/s (read + write), median of {calls}, "
+              f"GB/s and % of floor counted on the floor's bytes")
+    ratios = " | ".join(f"x {base}" for base in spec.baselines)
+    lines = [header, "", f"| {spec.shape_help} | kernel | median ms | GB/s | % of floor | "
+             f"{ratios} |", "|---" * (5 + len(spec.baselines)) + "|"]
     lines += [f"| {r['shape']} | {r['kernel']} | {r['median_ms']:.4f} | {r['GB_per_s']:.1f} | "
-              f"{r['pct_of_floor']:.0f}% | {r['vs_torch_fp32']:.2f} | {r['vs_torch_fp64']:.2f} |"
+              f"{r['pct_of_floor']:.0f}% | "
+              + " | ".join(f"{r[f'vs_{base}']:.2f}" for base in spec.baselines) + " |"
               for r in rows]
     table = "\n".join(lines) + "\n"
     print(table)

@@ -13,9 +13,9 @@ from datetime import datetime
 from pathlib import Path
 
 import suites
-from harness.budgets import BUDGETS, get_budget
-from harness.contracts import CONTRACTS
+from harness.budgets import BUDGET_NAMES, get_budget
 from harness.errors import HarnessError
+from harness.families import FAMILIES
 from harness.loader import load
 from harness.plugin import DEFAULT_SEED
 from harness.runner import resolve_device, use_triton_interpreter_without_gpu
@@ -38,11 +38,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sampling-harness", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="run the checks of a family (or all) against kernels")
-    check.add_argument("family", help=f"{' | '.join(CONTRACTS)} | all")
+    check.add_argument("family", help=f"{' | '.join(FAMILIES)} | all")
     check.add_argument("--kernel", action="append", default=[], metavar="TARGET",
                        help="registered name, package.module:attr or path/to/file.py:attr")
     check.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    check.add_argument("--budget", default="quick", choices=tuple(BUDGETS))
+    check.add_argument("--budget", default="quick", choices=BUDGET_NAMES)
     check.add_argument("--seed", type=int, default=DEFAULT_SEED, help="harness seed")
     check.add_argument("--report-dir", default=None, help="default: reports/<timestamp>/")
     check.add_argument("-k", dest="select", default=None, help="pytest -k selection of checks")
@@ -51,10 +51,12 @@ def _parser() -> argparse.ArgumentParser:
                        default=DEFAULT_FAMILY_ALPHA)
     sub.add_parser("list", help="families, kernels and mutants")
     bench = sub.add_parser("bench", help="time kernels of a family (GPU)")
-    bench.add_argument("family", choices=tuple(CONTRACTS))
-    bench.add_argument("--kernel", action="append", default=[], metavar="TARGET")
+    bench.add_argument("family", choices=tuple(FAMILIES))
+    bench.add_argument("--kernel", action="append", default=[], metavar="TARGET",
+                       help="time this kernel beside the family's baselines (repeatable)")
     bench.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    bench.add_argument("--shape", action="append", default=[], metavar="BxV")
+    bench.add_argument("--shape", action="append", default=[], metavar="SHAPE",
+                       help="sample: BxV; rejection: BxKxV (repeatable)")
     bench.add_argument("--report-dir", default=None)
     return parser
 
@@ -64,9 +66,9 @@ def _report_dir(given: str | None) -> Path:
 
 
 def run_check(args) -> int:
-    families = list(CONTRACTS) if args.family == "all" else [args.family]
-    if args.family != "all" and args.family not in CONTRACTS:
-        raise HarnessError(f"unknown family {args.family!r}; known: {', '.join(CONTRACTS)}, all")
+    families = list(FAMILIES) if args.family == "all" else [args.family]
+    if args.family != "all" and args.family not in FAMILIES:
+        raise HarnessError(f"unknown family {args.family!r}; known: {', '.join(FAMILIES)}, all")
     if args.family == "all" and args.kernel:
         raise HarnessError("check all runs every registered clean kernel; name a family to "
                            "check --kernel targets")
@@ -107,8 +109,8 @@ def run_check(args) -> int:
 
 
 def run_list() -> int:
-    for family, contract in CONTRACTS.items():
-        print(f"family {family}: {contract.doc}")
+    for family, spec in FAMILIES.items():
+        print(f"family {family}: {spec.doc}")
         for name, target in CLEAN.get(family, {}).items():
             print(f"  kernel  {name:20s} {target}")
         for name, mutant in MUTANTS.get(family, {}).items():

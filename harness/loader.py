@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.contracts import CONTRACTS
 from harness.errors import HarnessError
+from harness.families import FAMILIES
 from kernels import CLEAN, MUTANTS
 
 
@@ -60,9 +60,9 @@ def _import_attr(target: str) -> object:
 
 def load(target: str, family: str) -> Kernel:
     """Resolve ``target`` for ``family`` and check that it is callable with the contract."""
-    if family not in CONTRACTS:
-        raise HarnessError(f"unknown family {family!r}; known: {', '.join(sorted(CONTRACTS))}")
-    contract = CONTRACTS[family]
+    if family not in FAMILIES:
+        raise HarnessError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
+    contract = FAMILIES[family]
     names = registered(family)
     name, resolved = (target, names[target]) if target in names else (target, target)
     fn = _import_attr(resolved)

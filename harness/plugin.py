@@ -1,8 +1,10 @@
 """The pytest plugin: options, kernel parametrisation, the false-fail budget, verdicts, reports.
 
-One run = one pytest session. Suite modules mark their family (``pytest.mark.family``) and
-their statistical checks (``pytest.mark.statistical``); each check is a test taking the
-``check`` fixture, which runs a check function against one kernel and records its verdict.
+One run = one pytest session. Suite modules mark their family (``pytest.mark.family``), their
+statistical checks (``pytest.mark.statistical``) and the checks that need a GPU
+(``pytest.mark.gpu``: skipped on a CPU run, still counted in the budget split); each check
+is a test taking the ``check`` fixture, which runs a check function against one kernel and
+records its verdict. Nothing here knows a family: each comes from ``harness.families``.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.budgets import MAX_CALL_ELEMENTS, get_budget
+from harness.budgets import BUDGET_NAMES, MAX_CALL_ELEMENTS, get_budget
 from harness.errors import HarnessError, KernelFailure
+from harness.families import FAMILIES
 from harness.loader import Kernel, load
 from harness.reports import write_all
 from harness.runner import (
@@ -39,7 +42,7 @@ def pytest_addoption(parser):
                     help="kernel under test: registered name, pkg.module:attr or file.py:attr "
                          "(repeatable; default: every registered clean kernel of the family)")
     group.addoption("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    group.addoption("--budget", default="quick", help="quick | standard | thorough")
+    group.addoption("--budget", default="quick", help=" | ".join(BUDGET_NAMES))
     group.addoption("--harness-seed", type=int, default=DEFAULT_SEED)
     group.addoption("--report-dir", default=None, help="default: reports/<timestamp>/")
     group.addoption("--call-timeout", type=float, default=600.0,
@@ -83,7 +86,7 @@ class HarnessSession:
         return bonferroni(self.family_alpha, max(1, self.statistical_checks))
 
     def meta(self, complete: bool) -> dict:
-        return {"budget": self.budget.name, "device": str(self.device),
+        return {"budget": self.budget, "device": str(self.device),
                 "harness_seed": self.harness_seed, "family_alpha": self.family_alpha,
                 "statistical_checks": self.statistical_checks, "started": self.started,
                 "complete": complete}
@@ -97,6 +100,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "family(name): the kernel family a suite module checks")
     config.addinivalue_line("markers", "statistical: a check that spends part of the run's "
                                        "false-fail budget")
+    config.addinivalue_line("markers", "gpu: a check that runs on a CUDA device only")
     use_triton_interpreter_without_gpu()
     config.stash[SESSION] = HarnessSession(config)
 
@@ -119,6 +123,12 @@ def pytest_collection_modifyitems(session, config, items):
         item.get_closest_marker("statistical") is not None for item in items)
 
 
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("gpu") is not None:
+        if item.config.stash[SESSION].device.type != "cuda":
+            pytest.skip("this check runs on a GPU only")
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Final write: ``complete`` is false when the run was interrupted or broke down."""
     state = session.config.stash.get(SESSION, None)
@@ -135,7 +145,8 @@ class CheckContext:
         self.kernel = kernel
         self.name = node.originalname.removeprefix("test_")
         self.statistical = node.get_closest_marker("statistical") is not None
-        self.budget = state.budget
+        self.family = FAMILIES[kernel.family]
+        self.budget = self.family.budgets[state.budget]
         self.device = state.device
         self.alpha = state.check_alpha if self.statistical else None
         self.seed = derive_seed(state.harness_seed, kernel.family, self.name)
@@ -148,7 +159,7 @@ class CheckContext:
     def reproduce(self) -> str:
         s = self.state
         args = ["sampling-harness", "check", self.kernel.family, "--kernel", self.kernel.target,
-                "--device", self.device.type, "--budget", s.budget.name,
+                "--device", self.device.type, "--budget", s.budget,
                 "--seed", str(s.harness_seed), "-k", f"test_{self.name}"]
         return shlex.join(args)
 

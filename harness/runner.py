@@ -1,10 +1,17 @@
 """Calling a kernel under test: fresh inputs, a poisoned allocator, a timeout, validation.
 
-Each call gets its own copy of the inputs (the contract lets the kernel overwrite them),
-runs in a daemon thread so that a hang becomes a failed check instead of a stuck run,
-and returns only after the device has finished (asynchronous errors land in the call that
-caused them). Before each call the allocator is handed a block filled with a poison value
-and freed, so an output the kernel forgets to write reads back as garbage, not as zeros.
+Each call gets its own copy of the inputs (a contract lets the kernel overwrite them), runs
+in a daemon thread so that a hang becomes a failed check instead of a stuck run, and
+returns only after the device has finished (asynchronous errors land in the call that
+caused them). Before each call, memory the allocator will hand out next is filled with a
+poison byte, so an output slot the kernel forgets to write reads back as garbage, never as
+a plausible id or placeholder. The family says how to call the kernel and how to validate
+its output exactly; everything else here is shared by every family.
+
+Poison bytes are 0x7F and 0xA5: as int64 / int32 they are neither -1 (a placeholder) nor any
+token id; as float32 they are 3.4e38 and -2.9e-16. ``call_twice`` calls the same inputs and
+seed under both, after poisoning every free block of the CUDA caching allocator (its small
+and large pools both), and demands identical outputs: an unwritten slot differs for certain.
 """
 
 from __future__ import annotations
@@ -18,11 +25,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from harness.contracts import validate_ids
 from harness.errors import HarnessError, KernelFailure
+from harness.families import FAMILIES, Family, fresh_copy
 from harness.loader import Kernel
 
-CUDA_POISON_BYTES = 64 << 20  # bigger than any block the caching allocator reuses for ids
+POISONS = (0x7F, 0xA5)             # byte patterns of the two poisoned calls of ``call_twice``
+CUDA_LARGE_POISON = 64 << 20       # a large-pool block (outputs above 1 MB come from here)
+CUDA_SMALL_POISON = 1 << 20        # small-pool blocks of the largest small size, two per segment
+CUDA_FILL_ROUNDS = 64              # rounds of filling the caching allocator's free blocks
 
 
 def derive_seed(*parts: object) -> int:
@@ -53,16 +63,79 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
-def poison_allocator(device: torch.device, batch: int) -> None:
-    """Leave poison (all bits set: -1 as an integer, NaN as a float) where the allocator will
-    hand out the kernel's next buffers: a big block for the CUDA caching allocator, blocks
-    the size of a plausible output for the CPU allocator."""
+def _poison_free_cuda_blocks(device: torch.device, byte: int) -> None:
+    """Fill every free block the CUDA caching allocator holds with ``byte``, then add a
+    fresh poisoned small-pool segment and a 64 MB large-pool block, and free them all: the
+    next allocations of any size, from either pool, come from poisoned memory.
+
+    Free blocks are found in the allocator's snapshot and taken by allocating their size
+    (best fit hands back that very block); small-pool blocks are taken 1 MB at most (larger
+    requests go to the large pool).
+    """
+    torch.cuda.synchronize(device)
+    torch.cuda.empty_cache()
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    held: list[torch.Tensor] = []
+    remaining = None
+    for _ in range(CUDA_FILL_ROUNDS):
+        free = [(segment["segment_type"], block["size"])
+                for segment in torch.cuda.memory_snapshot() if segment["device"] == index
+                for block in segment["blocks"] if block["state"] == "inactive"]
+        takeable = [(kind, size) for kind, size in free
+                    if kind == "small" or size > CUDA_SMALL_POISON]
+        if not takeable or len(takeable) == remaining:
+            break
+        remaining = len(takeable)
+        for kind, size in takeable:
+            size = min(size, CUDA_SMALL_POISON) if kind == "small" else size
+            held.append(torch.full((size,), byte, dtype=torch.uint8, device=device))
+    held += [torch.full((CUDA_SMALL_POISON,), byte, dtype=torch.uint8, device=device)
+             for _ in range(2)]
+    held.append(torch.full((CUDA_LARGE_POISON,), byte, dtype=torch.uint8, device=device))
+    torch.cuda.synchronize(device)
+    del held
+
+
+def poison_allocator(device: torch.device, byte: int, output_bytes: int,
+                     thorough: bool = False) -> None:
+    """Leave ``byte`` where the allocator will hand out the kernel's next buffers.
+
+    CUDA: a poisoned 64 MB large-pool block and output-sized small blocks; ``thorough``:
+    every free block of the caching allocator too (``_poison_free_cuda_blocks``). CPU:
+    output-sized blocks (glibc reuses freed chunks of a size, not for certain).
+    """
+    if device.type == "cuda" and thorough:
+        _poison_free_cuda_blocks(device, byte)
+        return
     if device.type == "cuda":
-        block = torch.full((CUDA_POISON_BYTES // 8,), -1, dtype=torch.int64, device=device)
+        block = torch.full((CUDA_LARGE_POISON,), byte, dtype=torch.uint8, device=device)
         del block
-    for size in (batch, 2 * batch):
-        block = torch.full((size,), -1, dtype=torch.int64, device=device)
-        del block
+    sizes = [max(1, output_bytes)] * 4 + [2 * max(1, output_bytes)]
+    blocks = [torch.full((size,), byte, dtype=torch.uint8, device=device) for size in sizes]
+    del blocks
+
+
+class _FilledEmpty:
+    """On a CPU, where malloc's reuse of poisoned chunks is not certain: torch's own fill
+    of uninitialised memory (NaN for floats, the largest value for integers), which
+    ``torch.empty`` applies while deterministic algorithms are on (warnings only)."""
+
+    def __init__(self, active: bool):
+        self.active = active
+
+    def __enter__(self):
+        if self.active:
+            self.saved = (torch.are_deterministic_algorithms_enabled(),
+                          torch.is_deterministic_algorithms_warn_only_enabled(),
+                          torch.utils.deterministic.fill_uninitialized_memory)
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            torch.utils.deterministic.fill_uninitialized_memory = True
+
+    def __exit__(self, *exc):
+        if self.active:
+            enabled, warn_only, fill = self.saved
+            torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+            torch.utils.deterministic.fill_uninitialized_memory = fill
 
 
 def _synchronize(device: torch.device) -> None:
@@ -70,9 +143,28 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _poison_hint(output: object, byte: int) -> str:
+    """' (...)' when the output holds the poison pattern: a slot the kernel never wrote."""
+    if not isinstance(output, torch.Tensor) or output.dtype.is_floating_point:
+        return ""
+    width = output.element_size()
+    pattern = int.from_bytes(bytes([byte]) * width, "little", signed=True)
+    extreme = torch.iinfo(output.dtype).max if output.dtype.is_signed else None
+    hits = (output == pattern) | (output == extreme) if extreme is not None \
+        else output == pattern
+    count = int(hits.sum())
+    return (f" ({count} slots hold the allocator poison or torch's fill of uninitialised "
+            "memory: output the kernel never wrote)") if count else ""
+
+
 @dataclass
 class Runner:
-    """Calls one kernel of family ``sample`` and keeps count of what it cost."""
+    """Calls one kernel of its family and keeps count of what it cost."""
 
     kernel: Kernel
     device: torch.device
@@ -81,16 +173,26 @@ class Runner:
     draws: int = 0
     seconds: float = 0.0
 
-    def sample(self, probs: torch.Tensor, seed: int) -> torch.Tensor:
-        """One validated call: int64 ids of shape [B] on the device."""
-        fresh = probs.clone()
-        poison_allocator(self.device, probs.shape[0])
+    @property
+    def family(self) -> Family:
+        return FAMILIES[self.kernel.family]
+
+    def call(self, inputs: dict, seed: int, poison: int = POISONS[0],
+             thorough: bool = False):
+        """One validated call of the kernel on a fresh copy of ``inputs`` (the contract's
+        arguments but the seed, already on the device); returns the family's validated
+        output. Every misbehaviour raises ``KernelFailure``."""
+        family = self.family
+        fresh = fresh_copy(inputs)
+        poison_allocator(self.device, poison, family.output_bytes(inputs), thorough)
         outcome: dict[str, object] = {}
+        fill = _FilledEmpty(thorough and self.device.type == "cpu" and poison == POISONS[0])
 
         def call() -> None:
             try:
-                outcome["ids"] = self.kernel.fn(fresh, seed)
-                _synchronize(self.device)
+                with fill:
+                    outcome["output"] = family.call(self.kernel.fn, fresh, seed)
+                    _synchronize(self.device)
             except BaseException as exc:  # reported, never swallowed
                 outcome["error"] = exc
 
@@ -101,12 +203,38 @@ class Runner:
         self.seconds += time.perf_counter() - started
         if thread.is_alive():
             raise KernelFailure(f"call did not return within {self.timeout:g} s "
-                                f"(B={probs.shape[0]}, V={probs.shape[1]}, seed={seed})")
+                                f"({_shape_note(inputs)}, seed={seed})")
         if "error" in outcome:
             exc = outcome["error"]
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            raise KernelFailure(f"raised {type(exc).__name__}: {first}"[:300])
-        ids = validate_ids(outcome["ids"], probs)
+            raise KernelFailure(f"raised {type(exc).__name__}: {_first_line(exc)}"[:300])
+        try:
+            validated = family.validate(outcome["output"], inputs)
+        except KernelFailure as exc:
+            raise KernelFailure(f"{exc}{_poison_hint(outcome['output'], poison)}") from None
         self.calls += 1
-        self.draws += probs.numel()
-        return ids
+        self.draws += family.draws(inputs)
+        return validated
+
+    def call_twice(self, inputs: dict, seed: int):
+        """Call twice with the same inputs and seed, under the two poison patterns with every
+        free allocator block poisoned; demand identical outputs. A slot the kernel leaves
+        unwritten differs between the calls for certain; so does any nondeterminism."""
+        first = self.call(inputs, seed, POISONS[0], thorough=True)
+        second = self.call(inputs, seed, POISONS[1], thorough=True)
+        if not torch.equal(first, second):
+            differ = first != second
+            where = tuple(int(i) for i in differ.nonzero()[0])
+            raise KernelFailure(
+                f"same inputs and seed gave different outputs under poison bytes "
+                f"0x{POISONS[0]:02X} and 0x{POISONS[1]:02X}: {int(differ.sum())} of "
+                f"{first.numel()} values differ, first at {where} ({int(first[where])} vs "
+                f"{int(second[where])}): an unwritten output slot, or a nondeterministic "
+                f"kernel (seed {seed}, {_shape_note(inputs)})")
+        return first
+
+
+def _shape_note(inputs: dict) -> str:
+    """'probs [4, 7], ...': the shapes of a call's tensor inputs, for messages."""
+    parts = [f"{name} {list(value.shape)}" for name, value in inputs.items()
+             if isinstance(value, torch.Tensor)]
+    return ", ".join(parts) or "no tensor inputs"

@@ -5,8 +5,8 @@ import time
 import pytest
 import torch
 
-from harness.contracts import validate_ids
 from harness.errors import KernelFailure
+from harness.families.sample import validate_ids
 from harness.loader import Kernel
 from harness.runner import Runner, derive_seed
 
@@ -39,20 +39,20 @@ def test_a_raising_kernel_fails_with_one_line():
     def boom(probs, seed):
         raise RuntimeError("line one\nline two")
     with pytest.raises(KernelFailure, match="raised RuntimeError: line one$"):
-        runner(boom).sample(PROBS, 0)
+        runner(boom).call({"probs": PROBS}, 0)
 
 
 def test_a_hanging_kernel_fails_after_the_timeout():
     started = time.perf_counter()
     with pytest.raises(KernelFailure, match="did not return within 0.5 s"):
-        runner(lambda probs, seed: time.sleep(30), timeout=0.5).sample(PROBS, 0)
+        runner(lambda probs, seed: time.sleep(30), timeout=0.5).call({"probs": PROBS}, 0)
     assert time.perf_counter() - started < 5
 
 
 def test_the_kernel_gets_a_fresh_copy_it_may_overwrite():
     probs = PROBS.clone()
-    ids = runner(lambda p, seed: p.mul_(0).add_(torch.eye(3)[:2]).argmax(dim=-1)).sample(
-        torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]), 0)
+    ids = runner(lambda p, seed: p.mul_(0).add_(torch.eye(3)[:2]).argmax(dim=-1)).call(
+        {"probs": torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])}, 0)
     assert ids.tolist() == [0, 1] and torch.equal(probs, PROBS)
 
 

@@ -1,9 +1,10 @@
 """The harness run on its own kernels: every clean kernel passes, every mutant fails the
-checks written in its registry entry, at the budget written there; together the mutants
-make every check of the family fail at least once.
+checks written in its registry entry, at the budget written there; together the mutants of
+a family make every check of that family fail at least once.
 
-On a CPU the clean run is `check all` at the quick budget, triton-exact through the Triton
-interpreter: one run, so one family-wise false-fail budget (1e-4) covers all three kernels.
+On a CPU the clean run is `check all` at the quick budget, the Triton kernels through the
+Triton interpreter: one run, so one family-wise false-fail budget (1e-4) covers all kernels
+of all families.
 """
 
 from __future__ import annotations
@@ -14,11 +15,20 @@ from pathlib import Path
 import pytest
 import torch
 
+from harness.families import FAMILIES
 from kernels import CLEAN, MUTANTS
 from tests.helpers import cli, verdicts
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-GPU_ONLY = {"fit_large_vocab"}  # skipped on a CPU
+SUITES = Path(__file__).parent.parent / "suites"
+CHECK = re.compile(r"^((?:@pytest\.mark\.\w+\n)*)def test_(\w+)\(check\)", re.M)
+
+
+def checks(family: str) -> dict[str, bool]:
+    """Every check of a family's suite -> whether it runs on a GPU only."""
+    return {m.group(2): "@pytest.mark.gpu" in m.group(1)
+            for path in (SUITES / family).glob("test_*.py")
+            for m in CHECK.finditer(path.read_text())}
 
 
 def test_every_clean_kernel_passes(tmp_path):
@@ -26,15 +36,16 @@ def test_every_clean_kernel_passes(tmp_path):
     assert report is not None, output
     failed = [c for c in report["checks"] if c["verdict"] != "pass"]
     assert code == 0 and not failed, f"{failed}\n{output[-3000:]}"
-    assert {c["kernel"] for c in report["checks"]} == set(CLEAN["sample"])
+    expected = {(family, kernel) for family in FAMILIES for kernel in CLEAN.get(family, {})}
+    assert {(c["family"], c["kernel"]) for c in report["checks"]} == expected
 
 
-@pytest.mark.parametrize("name", sorted(MUTANTS["sample"]))
-def test_every_mutant_fails_its_checks(tmp_path, name):
-    mutant = MUTANTS["sample"][name]
+@pytest.mark.parametrize("family,name", [(f, n) for f in FAMILIES for n in MUTANTS.get(f, {})])
+def test_every_mutant_fails_its_checks(tmp_path, family, name):
+    mutant, gpu_only = MUTANTS[family][name], checks(family)
     expected = {check: "fail" for check in mutant.caught_by
-                if DEVICE == "cuda" or check not in GPU_ONLY}
-    args = ["check", "sample", "--kernel", name, "--device", DEVICE, "--budget", mutant.budget,
+                if DEVICE == "cuda" or not gpu_only[check]}
+    args = ["check", family, "--kernel", name, "--device", DEVICE, "--budget", mutant.budget,
             "-k", " or ".join(f"test_{check}" for check in expected)]
     if name == "hangs":
         args += ["--call-timeout", "2"]
@@ -42,13 +53,13 @@ def test_every_mutant_fails_its_checks(tmp_path, name):
     assert code == 1, output[-3000:]
     assert verdicts(report) == expected, output[-3000:]
     failed = report["checks"][0]
-    assert failed["reproduce"].startswith("sampling-harness check sample --kernel " + name)
+    assert failed["reproduce"].startswith(f"sampling-harness check {family} --kernel {name}")
 
 
-def test_every_check_has_a_mutant_that_fails_it():
-    suites = Path(__file__).parent.parent / "suites" / "sample"
-    checks = {m.group(1) for path in suites.glob("test_*.py")
-              for m in re.finditer(r"^def test_(\w+)\(check\)", path.read_text(), re.M)}
-    caught = {c for m in MUTANTS["sample"].values() for c in m.caught_by}
-    assert checks and checks <= caught, checks - caught
-
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_check_has_a_mutant_that_fails_it(family):
+    found = checks(family)
+    caught = {c for m in MUTANTS.get(family, {}).values() for c in m.caught_by}
+    assert found and set(found) <= caught, set(found) - caught
+    unknown = caught - set(found)
+    assert not unknown, f"mutants name checks that do not exist: {unknown}"

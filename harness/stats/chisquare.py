@@ -98,3 +98,22 @@ def min_detectable_tv(n: int, df: int, alpha: float, power: float) -> float:
     """The smallest total-variation deviation (on the bins) detected with ``power``:
     ``sqrt(lambda / n) / 2``."""
     return math.sqrt(noncentrality_for_power(df, alpha, power) / n) / 2.0
+
+
+def planned_samples(laws, tv: float, alpha: float, power: float,
+                    max_bins: int | None = None) -> int:
+    """Draws per law so that the pooled chi-square test of every law in ``laws`` (a list of
+    probability vectors) detects any deviation of total variation ``tv`` on its bins with
+    ``power`` at level ``alpha``. The bin count depends on the draws (pooling), so the size
+    is iterated to its fixed point (a few steps)."""
+    support = max(int((np.asarray(p) > 0).sum()) for p in laws)
+    bins = support if max_bins is None else min(max_bins, support)
+    draws = samples_for_tv(tv, max(1, bins - 1), alpha, power)
+    for _ in range(8):
+        bins = max(int(pool_bins(draws * np.asarray(p), max_bins=max_bins).max()) + 1
+                   for p in laws)
+        again = samples_for_tv(tv, max(1, bins - 1), alpha, power)
+        if again <= draws:
+            break
+        draws = again
+    return draws

@@ -28,7 +28,7 @@ def count_tokens(ctx, table: np.ndarray, draws: int) -> np.ndarray:
     while remaining > 0:
         rows = min(per_call, remaining)
         probs = probs_table.repeat(rows // kinds, 1)
-        ids = ctx.runner.sample(probs, next(seeds))
+        ids = ctx.runner.call({"probs": probs}, next(seeds))
         which = torch.arange(rows, device=ctx.device) % kinds
         counts += torch.bincount(which * vocab + ids, minlength=kinds * vocab)
         remaining -= rows

@@ -21,7 +21,7 @@ import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from harness.stats.chisquare import chisquare_gof, min_detectable_tv, pool_bins, samples_for_tv
+from harness.stats.chisquare import chisquare_gof, min_detectable_tv, planned_samples, pool_bins
 from harness.stats.multiple import adjusted_p, bonferroni
 from harness.strategies import probs_tables
 from harness.verdict import Outcome
@@ -35,25 +35,10 @@ TESTS_PER_ROW = 2
 GENERATED_ROWS = 3
 
 
-def planned_draws(probs: np.ndarray, tv: float, alpha: float, power: float,
-                  max_bins: int) -> int:
-    """Draws per distribution so that the coarse test has ``power`` at distance ``tv``: the
-    bin count depends on the draws, so iterate to the fixed point (a few steps)."""
-    bins = min(max_bins, int((probs > 0).sum(axis=1).max()))
-    draws = samples_for_tv(tv, max(1, bins - 1), alpha, power)
-    for _ in range(8):
-        bins = max(int(pool_bins(draws * p, max_bins=max_bins).max()) + 1 for p in probs)
-        again = samples_for_tv(tv, max(1, bins - 1), alpha, power)
-        if again <= draws:
-            break
-        draws = again
-    return draws
-
-
 def fit_table(ctx, names: list[str], table: np.ndarray, tv: float, alpha: float) -> list[dict]:
     """Sample every row of ``table`` and test each; one result per (row, test)."""
     probs = exact_probs(torch.as_tensor(table))
-    draws = planned_draws(probs, tv, alpha, ctx.budget.power, ctx.budget.fit_max_bins)
+    draws = planned_samples(probs, tv, alpha, ctx.budget.power, ctx.budget.fit_max_bins)
     counts = count_tokens(ctx, table, draws)
     results = []
     for name, p, c in zip(names, probs, counts, strict=True):
@@ -115,8 +100,6 @@ def fit_generated(ctx) -> Outcome:
 
 
 def fit_large_vocab(ctx) -> Outcome:
-    if ctx.device.type != "cuda":
-        pytest.skip("the large-vocabulary fit runs on a GPU only")
     rows = large_vocab(ctx.budget.large_vocab, ctx.seed)
     alpha = bonferroni(ctx.alpha, TESTS_PER_ROW * len(rows))
     results = fit_table(ctx, list(rows), np.stack(list(rows.values())),
@@ -134,6 +117,7 @@ def test_fit_generated(check):
     check.run(fit_generated)
 
 
+@pytest.mark.gpu
 @pytest.mark.statistical
 def test_fit_large_vocab(check):
     check.run(fit_large_vocab)

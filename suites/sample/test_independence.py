@@ -23,11 +23,10 @@ import numpy as np
 import pytest
 import torch
 
-from harness.stats.binomial import min_detectable_rate, upper_p
-from harness.stats.chisquare import chisquare_gof
+from harness.stats.independence import pair_tests
 from harness.stats.multiple import adjusted_p, bonferroni
 from harness.verdict import Outcome
-from reference.categorical import collision_probability, exact_probs, pair_probs
+from reference.categorical import exact_probs
 
 pytestmark = pytest.mark.family("sample")
 
@@ -48,20 +47,6 @@ def pairings(a: torch.Tensor, b: torch.Tensor) -> dict[str, tuple[torch.Tensor, 
             "row i at s, row i+1 at s+1": (a[:-1], b[1:])}
 
 
-def pair_tests(x: np.ndarray, y: np.ndarray, p: np.ndarray, alpha: float, power: float):
-    """Agreement and joint-table tests of one pairing; ``x``, ``y`` are support indices."""
-    k = p.size
-    joint = np.bincount(x * k + y, minlength=k * k)
-    joint_p = pair_probs(p, p).ravel()
-    statistic, df, p_joint = chisquare_gof(joint, joint_p, np.arange(k * k))
-    collision = collision_probability(p)
-    agree = int((x == y).sum())
-    return {"pairs": int(x.size), "agreements": agree, "expected_agreements": collision * x.size,
-            "p_agreement": upper_p(agree, x.size, collision), "joint_chi2": statistic,
-            "joint_df": df, "p_joint": p_joint,
-            "min_detectable_agreement": min_detectable_rate(x.size, collision, alpha, power)}
-
-
 def independence(ctx) -> Outcome:
     alpha = bonferroni(ctx.alpha, 2 * len(rows()) * 4)
     seed = ctx.seed
@@ -73,8 +58,8 @@ def independence(ctx) -> Outcome:
         to_support[torch.as_tensor(support, device=ctx.device)] = torch.arange(
             support.size, device=ctx.device)
         probs = torch.as_tensor(row, device=ctx.device).repeat(ctx.budget.pairs, 1)
-        a = to_support[ctx.runner.sample(probs, seed)]
-        b = to_support[ctx.runner.sample(probs, seed + 1)]
+        a = to_support[ctx.runner.call({"probs": probs}, seed)]
+        b = to_support[ctx.runner.call({"probs": probs}, seed + 1)]
         draws += 2 * ctx.budget.pairs
         for pairing, (x, y) in pairings(a, b).items():
             r = pair_tests(x.cpu().numpy(), y.cpu().numpy(), p, alpha, ctx.budget.power)

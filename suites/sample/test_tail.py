@@ -46,7 +46,7 @@ def rare_wins(ctx, row, rare, mass: float, planned: int, alpha_look: float, seed
     for look in looks:
         while drawn < look:
             batch = probs[: min(probs.shape[0], look - drawn)]
-            wins += int(rare_t[ctx.runner.sample(batch, next(seeds))].sum())
+            wins += int(rare_t[ctx.runner.call({"probs": batch}, next(seeds))].sum())
             drawn += batch.shape[0]
         p_value = min(p_value, equal_tailed_p(wins, drawn, mass))
         if p_value <= alpha_look:

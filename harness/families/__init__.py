@@ -1,0 +1,83 @@
+"""Kernel families: each one a small description, and a registry that finds them by file.
+
+A family is a contract (the one Python signature its kernels meet), how its output is
+validated exactly, its budgets (the effects its checks must detect at each budget name) and
+how the benchmark builds its inputs. Everything else (copying inputs, poisoning the
+allocator, the timeout, synchronisation, cost accounting, seeds, reports) is shared.
+
+Adding a family is adding a module ``harness/families/<name>.py`` that defines ``FAMILY``;
+the runner, the plugin, the CLI, the benchmark and the self-test find it here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class BenchSpec:
+    """How ``sampling-harness bench <family>`` times kernels of the family.
+
+    ``make_inputs(shape, device)`` builds one set of contract inputs (without the seed) from
+    a shape string such as ``256x151936``; ``floor_bytes(inputs)`` is the fewest bytes a
+    kernel must move (the memory floor); ``baselines`` are the registered kernels every row
+    is compared with.
+    """
+
+    gpu_shapes: tuple[str, ...]
+    cpu_shapes: tuple[str, ...]
+    shape_help: str
+    make_inputs: Callable[[str, torch.device], dict]
+    floor_bytes: Callable[[dict], int]
+    baselines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    parameters: tuple[str, ...]                  # the contract's arguments in order, seed last
+    doc: str                                     # the contract, one paragraph
+    validate: Callable[[object, dict], object]   # exact check of one output against its inputs
+    output_bytes: Callable[[dict], int]          # bytes of a plausible output (CPU poisoning)
+    draws: Callable[[dict], int]                 # what one call costs, in noise draws
+    budgets: Mapping[str, object]                # budget name -> the family's budget
+    bench: BenchSpec | None = None
+
+    @property
+    def signature(self) -> str:
+        return f"fn({', '.join(self.parameters)})"
+
+    def call(self, fn: Callable, inputs: dict, seed: int):
+        """Call ``fn`` positionally, in the contract's order, with ``seed`` last."""
+        return fn(*(inputs[name] for name in self.parameters[:-1]), seed)
+
+
+def fresh_copy(inputs: dict) -> dict:
+    """A copy of every input a kernel may overwrite: tensors cloned, lists copied."""
+    copied = {}
+    for name, value in inputs.items():
+        if isinstance(value, torch.Tensor):
+            copied[name] = value.clone()
+        elif isinstance(value, list):
+            copied[name] = list(value)
+        else:
+            copied[name] = value
+    return copied
+
+
+def _discover() -> dict[str, Family]:
+    found: dict[str, Family] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        family = getattr(module, "FAMILY", None)
+        if isinstance(family, Family):
+            found[family.name] = family
+    return dict(sorted(found.items(), key=lambda kv: (kv[0] != "sample", kv[0])))
+
+
+FAMILIES: dict[str, Family] = _discover()

@@ -1,0 +1,112 @@
+"""Family ``sample``: one token id per row of a probability table.
+
+Contract: ``fn(probs, seed) -> ids``. probs: float32 [B, V], contiguous, rows >= 0 summing to
+1 (zeros allowed), a fresh copy each call (the kernel may overwrite it); seed: int in
+[0, 2^31). Returns int32/int64 [B] on probs' device; the same (probs, seed) give the same ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from harness.errors import KernelFailure
+from harness.families import BenchSpec, Family
+
+
+@dataclass(frozen=True)
+class SampleBudget:
+    """The effects the checks of family ``sample`` must detect (sample counts follow)."""
+
+    name: str
+    fit_tv: float                   # total variation (pooled bins) detected with `power`
+    fit_max_bins: int               # equal-mass bins at most per row in the fit test
+    fit_vocab: int                  # V of the curated batch
+    generated_batches: int          # hypothesis-generated batches in the fit check
+    generated_max_vocab: int
+    large_vocab: int                # V of the large-vocabulary fit batch (GPU only)
+    large_tv: float
+    tail_scales: tuple[float, ...]  # per-token probability of the rare tokens over the head's
+    tail_expected: float            # expected rare wins per scale under H0 (full sample)
+    zero_draws: int                 # noise draws on zero-probability tokens (validity)
+    pairs: int                      # pairs per pairing in the independence check
+    power: float = 0.99
+
+
+BUDGETS = {
+    "quick": SampleBudget("quick", fit_tv=0.02, fit_max_bins=32, fit_vocab=257,
+                          generated_batches=2, generated_max_vocab=300,
+                          large_vocab=151936, large_tv=0.05,
+                          tail_scales=(1e-2, 1e-4, 1e-6), tail_expected=100.0,
+                          zero_draws=2**27, pairs=2**13),
+    "standard": SampleBudget("standard", fit_tv=0.002, fit_max_bins=32, fit_vocab=1031,
+                             generated_batches=3, generated_max_vocab=4096,
+                             large_vocab=151936, large_tv=0.01,
+                             tail_scales=(1e-2, 1e-4, 1e-6, 1e-8), tail_expected=200.0,
+                             zero_draws=2**34, pairs=2**17),
+    "thorough": SampleBudget("thorough", fit_tv=0.001, fit_max_bins=32, fit_vocab=1031,
+                             generated_batches=6, generated_max_vocab=8192,
+                             large_vocab=151936, large_tv=0.005,
+                             tail_scales=(1e-2, 1e-4, 1e-6, 1e-8, 1e-10), tail_expected=400.0,
+                             zero_draws=2**36, pairs=2**19),
+}
+
+
+def validate_ids(ids: object, probs: torch.Tensor) -> torch.Tensor:
+    """Check a ``sample`` kernel's output against the probs it was given; return int64 ids.
+
+    Exact conditions, each a contract violation when broken: a tensor, of shape ``[B]``,
+    integer dtype int32 or int64, on ``probs.device``, every id in ``[0, V)``, and every id
+    a token of positive probability (a zero-probability token is never a valid draw).
+    """
+    batch, vocab = probs.shape
+    if not isinstance(ids, torch.Tensor):
+        raise KernelFailure(f"returned {type(ids).__name__}, expected a torch.Tensor of ids")
+    if ids.dtype not in (torch.int32, torch.int64):
+        raise KernelFailure(f"returned dtype {ids.dtype}, expected torch.int32 or torch.int64")
+    if tuple(ids.shape) != (batch,):
+        raise KernelFailure(f"returned shape {tuple(ids.shape)}, expected ({batch},)")
+    if ids.device != probs.device:
+        raise KernelFailure(f"returned ids on {ids.device}, expected {probs.device}")
+    ids = ids.long()
+    out_of_range = (ids < 0) | (ids >= vocab)
+    if bool(out_of_range.any()):
+        row = int(out_of_range.nonzero()[0, 0])
+        raise KernelFailure(
+            f"returned id {int(ids[row])} at row {row}, outside [0, {vocab}) "
+            f"({int(out_of_range.sum())} of {batch} rows out of range)"
+        )
+    chosen = probs.gather(1, ids[:, None]).squeeze(1)
+    forbidden = chosen <= 0
+    if bool(forbidden.any()):
+        row = int(forbidden.nonzero()[0, 0])
+        raise KernelFailure(
+            f"returned token {int(ids[row])} of probability 0 at row {row} "
+            f"({int(forbidden.sum())} of {batch} rows drew a zero-probability token)"
+        )
+    return ids
+
+
+def bench_probs(shape: str, device: torch.device) -> dict:
+    """``BxV``: a table of peaked random rows (u^4, normalised)."""
+    batch, vocab = (int(x) for x in shape.lower().split("x"))
+    probs = torch.rand(batch, vocab, device=device).pow_(4)
+    return {"probs": probs / probs.sum(dim=1, keepdim=True)}
+
+
+FAMILY = Family(
+    name="sample",
+    parameters=("probs", "seed"),
+    doc=("fn(probs: float32 [B, V] contiguous, rows >= 0 summing to 1, seed: int in [0, 2^31))"
+         " -> int32/int64 [B] token ids on probs.device; same (probs, seed) -> same ids"),
+    validate=lambda ids, inputs: validate_ids(ids, inputs["probs"]),
+    output_bytes=lambda inputs: 8 * inputs["probs"].shape[0],
+    draws=lambda inputs: inputs["probs"].numel(),
+    budgets=BUDGETS,
+    bench=BenchSpec(
+        gpu_shapes=("256x151936", "32x128256", "1x32000"), cpu_shapes=("16x4099",),
+        shape_help="BxV", make_inputs=bench_probs,
+        floor_bytes=lambda inputs: inputs["probs"].numel() * 4 + inputs["probs"].shape[0] * 8,
+        baselines=("torch-fp32", "torch-fp64")),
+)

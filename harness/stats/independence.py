@@ -1,0 +1,33 @@
+"""Independence of paired draws: agreement and the joint table against an independent pair.
+
+Model: pairs (X, Y) of draws that should be independent, each with law ``p`` over K
+outcomes (indices 0..K-1). Under H0 the pair has law p_a p_b, so
+
+* agreement: the count of X = Y is Binomial(pairs, sum p^2); an exact one-sided test for
+  an excess (shared or overlapping noise makes draws agree too often);
+* joint: the Pearson chi-square of the K x K table of pairs against p_a p_b (every cell
+  its own bin; the caller keeps K small enough that cells expect >= 5), which sees any
+  dependence, not only agreement.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.stats.binomial import min_detectable_rate, upper_p
+from harness.stats.chisquare import chisquare_gof
+from reference.categorical import collision_probability, pair_probs
+
+
+def pair_tests(x: np.ndarray, y: np.ndarray, p: np.ndarray, alpha: float, power: float):
+    """Agreement and joint-table tests of one pairing; ``x``, ``y`` are support indices."""
+    k = p.size
+    joint = np.bincount(x * k + y, minlength=k * k)
+    joint_p = pair_probs(p, p).ravel()
+    statistic, df, p_joint = chisquare_gof(joint, joint_p, np.arange(k * k))
+    collision = collision_probability(p)
+    agree = int((x == y).sum())
+    return {"pairs": int(x.size), "agreements": agree, "expected_agreements": collision * x.size,
+            "p_agreement": upper_p(agree, x.size, collision), "joint_chi2": statistic,
+            "joint_df": df, "p_joint": p_joint,
+            "min_detectable_agreement": min_detectable_rate(x.size, collision, alpha, power)}
