@@ -44,11 +44,13 @@ def gpu(session):
     """On a GPU machine: unit tests on CUDA, then every kernel and mutant at standard."""
     _install(session, offline=True)
     session.run("python3", "-m", "pytest", "tests", "-q")
-    session.run("bash", "scripts/gpu-validate.sh", *session.posargs)
+    session.run("bash", "scripts/gpu-validate.sh", "all", *session.posargs)
 
 
 @nox.session(venv_backend="none")
 def bench(session):
+    """``nox -s bench -- FAMILY [bench options]`` on a GPU machine."""
     _install(session, offline=True)
-    session.run("python3", "-m", "harness.cli", "bench", "sample", "--device", "cuda",
-                *session.posargs)
+    family = session.posargs[0] if session.posargs else "sample"
+    session.run("python3", "-m", "harness.cli", "bench", family, "--device", "cuda",
+                *session.posargs[1:])

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# The GPU validation of family `sample`: every clean kernel and every mutant at the standard
+# The GPU validation of one family: every clean kernel and every mutant at the standard
 # budget, then the benchmark. For a GPU machine with torch and triton preinstalled (offline).
-# Usage: scripts/gpu-validate.sh [OUTDIR]   (default: reports/gpu)
+# Usage: scripts/gpu-validate.sh FAMILY|all [OUTDIR]   (default OUTDIR: $OUT or reports/gpu)
 set -u
-out=${1:-${OUT:-reports/gpu}}
+family=${1:?usage: scripts/gpu-validate.sh FAMILY|all [OUTDIR]}
+if [ "$family" = all ]; then
+  for f in $(python3 -c "from harness.families import FAMILIES; print(' '.join(FAMILIES))"); do
+    bash "$0" "$f" "${2:-${OUT:-reports/gpu}}"
+  done
+  exit 0
+fi
+out=${2:-${OUT:-reports/gpu}}/$family
 mkdir -p "$out/runs"
 export PYTHONUNBUFFERED=1
 unset TRITON_INTERPRET
@@ -11,23 +18,24 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/n
   || python3 -m pip install -q --no-index --no-deps --no-build-isolation -e .
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
 harness() { python3 -m harness.cli "$@"; }
+names() { python3 -c "import kernels; print('\n'.join(getattr(kernels, '$1').get('$family', {})))"; }
 
-for k in torch-fp32 torch-fp64 triton-exact; do
+for k in $(names CLEAN); do
   start=$(date +%s)
-  harness check sample --kernel "$k" --device cuda --budget standard --report-dir "$out/runs/$k" >"$out/runs/$k.log" 2>&1
+  harness check "$family" --kernel "$k" --device cuda --budget standard --report-dir "$out/runs/$k" >"$out/runs/$k.log" 2>&1
   echo "clean  $k: exit $? in $(( $(date +%s) - start )) s"
 done
-python3 -c "from kernels import MUTANTS; print('\n'.join(MUTANTS['sample']))" | while read -r m; do
+for m in $(names MUTANTS); do
   extra=(--call-timeout 120)
   case $m in
     hangs) extra=(--call-timeout 5 -k test_validity) ;;
     seed-row-overlap) extra=(-k test_independence) ;;  # one generator per row: slow by design
   esac
   start=$(date +%s)
-  harness check sample --kernel "$m" --device cuda --budget standard --report-dir "$out/runs/$m" "${extra[@]}" >"$out/runs/$m.log" 2>&1
+  harness check "$family" --kernel "$m" --device cuda --budget standard --report-dir "$out/runs/$m" "${extra[@]}" >"$out/runs/$m.log" 2>&1
   echo "mutant $m: exit $? in $(( $(date +%s) - start )) s"
 done
-harness bench sample --device cuda --report-dir "$out/bench" 2>&1 | tee "$out/bench.log"
+harness bench "$family" --device cuda --report-dir "$out/bench" 2>&1 | tee "$out/bench.log"
 for d in "$out"/runs/*/; do cat "$d/summary.md"; echo; done >"$out/summaries.md"
 tar czf "$out/runs.tgz" -C "$out" runs && rm -rf "$out/runs"
 grep -h '^| ' "$out/summaries.md" | grep -v '^| kernel\|^|---' | cut -c1-220

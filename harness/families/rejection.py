@@ -46,7 +46,7 @@ class RejectionBudget:
 
 BUDGETS = {
     "quick": RejectionBudget("quick", accept_shift=0.05, joint_tv=0.05, joint_vocab=11,
-                             marginal_tv=0.05, marginal_vocab_cpu=1031,
+                             marginal_tv=0.05, marginal_vocab_cpu=257,
                              marginal_vocab_gpu=151936, generated_batches=2,
                              generated_max_vocab=40, never_drafts=2**14, pairs=2**12),
     "standard": RejectionBudget("standard", accept_shift=0.005, joint_tv=0.01, joint_vocab=23,

@@ -1,0 +1,287 @@
+"""triton-rejection: speculative-decoding rejection sampling in one fused launch, greedy and
+probabilistic requests mixed, the recovered token drawn by triton-exact's two-level race.
+
+Request b owns the draft rows t = s_b + i, i < n_b. A probabilistic request accepts d_i iff
+u_i q_i(d_i) < p_i(d_i) in float64 (q = 1 without draft probs), where
+u_i = (hi 2^21 + floor(lo / 2^11)) 2^-53 comes from the two Philox words of counter
+ACCEPT_BIT + b 2^20 + i. A = the first rejected position (n_b if none). At A < n_b it emits
+argmax_v w(v) / e_v over the residual w = max(p_A - q_A, 0) (q one-hot at d_A without draft
+probs), raced exactly as triton-exact races row b of a [B, V] probs: ``race_bits(B, V, seed)``
+of kernels.sample.triton_race gives the very words. A greedy request walks its positions in
+order, each an argmax of p_i (the first maximum); A = the first mismatch, which emits that
+argmax. At A = n_b the bonus token follows. Slot j holds d_j (j < A), the emitted token
+(j = A), then -1.
+
+Memory traffic per request: its drafts and two gathered probabilities per position
+(16 n bytes), one residual row pair p_A, q_A read once where it rejects (8 V bytes, 4 V
+without draft probs) plus one chunk re-read (2 * 4 * 4Q bytes); a greedy request reads one
+target row per position up to its first mismatch (4 V (A + 1) bytes at most); the output row
+(8 (K + 1) bytes). Rows that do not race or walk have every load masked off. No noise in
+memory.
+"""
+
+import itertools
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.sample.triton_race import (
+    REFINE_BELOW,
+    REFINE_BIT,
+    chunk_noise,
+    chunk_probs,
+    fold,
+    keep_best,
+    quarter_width,
+    score,
+    tail_bits,
+)
+
+INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+ACCEPT_BIT = tl.constexpr(1 << 60)   # acceptance words: counters b 2^20 + i with bit 60 set
+POSITION_BITS = 20                   # positions per request in the acceptance counters
+GPU_WARPS = 4                        # one request per program: 16-byte loads of 512-column quarters
+
+
+@triton.jit
+def accept_words(seed, requests, positions):
+    """(hi, lo): the two Philox words of the acceptance uniform of each (request, position)."""
+    counter = (requests.to(tl.int64) << 20)[:, None] + positions + ACCEPT_BIT
+    hi, lo, _, _ = tl.randint4x(seed, counter)
+    return hi, lo
+
+
+@triton.jit
+def uniform53(hi, lo):
+    """u = (hi 2^21 + floor(lo / 2^11)) 2^-53 in float64: 53 random bits, u in [0, 1)."""
+    bits = hi.to(tl.int64) * 2097152 + (lo >> 11).to(tl.int64)
+    return bits.to(tl.float64) * 1.1102230246251565e-16
+
+
+@triton.jit
+def accepted_length(target_ptr, draft_probs_ptr, rows, drafts, live, stride, u, n, positions,
+                    HAS_DRAFT: tl.constexpr):
+    """A: the first ``live`` position whose draft fails u q(d) < p(d) in float64 (q = 1
+    without draft probs), n if none. Reads p(d), q(d) at the live positions only."""
+    at = rows * stride + drafts
+    p = tl.load(target_ptr + at, mask=live, other=0.0).to(tl.float64)
+    if HAS_DRAFT:
+        q = tl.load(draft_probs_ptr + at, mask=live, other=1.0).to(tl.float64)
+    else:
+        q = 1.0
+    rejected = live & ~(u * q < p)
+    return tl.min(tl.where(rejected, positions, n[:, None]), axis=1)
+
+
+@triton.jit
+def row_argmax(target_ptr, rows, live, stride, V, n_chunks, BLOCK_B: tl.constexpr,
+               Q: tl.constexpr):
+    """argmax_v p(v) of each live row, the first maximum: columns in order, strict >.
+    Padding past V loads 0, which never beats an earlier column (p >= 0 > -2)."""
+    best = tl.full([BLOCK_B], -2.0, tl.float32)
+    best_id = tl.zeros([BLOCK_B], tl.int64)
+    for chunk in range(0, n_chunks):
+        col0 = chunk * 4 * Q
+        p0, p1, p2, p3 = chunk_probs(target_ptr, rows, live, stride, V,
+                                     tl.full([1, 1], 0, tl.int32) + col0, Q)
+        best, best_id = keep_best(best, best_id, p0, col0)
+        best, best_id = keep_best(best, best_id, p1, col0 + Q)
+        best, best_id = keep_best(best, best_id, p2, col0 + 2 * Q)
+        best, best_id = keep_best(best, best_id, p3, col0 + 3 * Q)
+    return best_id
+
+
+@triton.jit
+def residual_chunk(target_ptr, draft_probs_ptr, rows, live, stride, V, col0, draft_id,
+                   Q: tl.constexpr, HAS_DRAFT: tl.constexpr):
+    """The four quarters of w = max(p - q, 0) on the chunks starting at ``col0``, in float32
+    (q one-hot at ``draft_id`` without draft probs); 0 on rows that are not live."""
+    p0, p1, p2, p3 = chunk_probs(target_ptr, rows, live, stride, V, col0, Q)
+    if HAS_DRAFT:
+        q0, q1, q2, q3 = chunk_probs(draft_probs_ptr, rows, live, stride, V, col0, Q)
+    else:
+        d = draft_id[:, None] - col0
+        j = tl.arange(0, Q)[None, :]
+        q0 = tl.where(j == d, 1.0, 0.0)
+        q1 = tl.where(j + Q == d, 1.0, 0.0)
+        q2 = tl.where(j + 2 * Q == d, 1.0, 0.0)
+        q3 = tl.where(j + 3 * Q == d, 1.0, 0.0)
+    return (tl.maximum(p0 - q0, 0.0), tl.maximum(p1 - q1, 0.0), tl.maximum(p2 - q2, 0.0),
+            tl.maximum(p3 - q3, 0.0))
+
+
+@triton.jit
+def residual_race(target_ptr, draft_probs_ptr, requests, rows, live, draft_id, seed, stride, V,
+                  n_chunks, BLOCK_B: tl.constexpr, Q: tl.constexpr, HAS_DRAFT: tl.constexpr):
+    """triton-exact's two-level race over the residual of draft row ``rows``, with the noise
+    of race row ``requests``: level 1 picks the chunk with the highest W_G / e_G, level 2
+    the token of that chunk with the highest w / e (scores never NaN: e > 0 is finite)."""
+    best = tl.full([BLOCK_B], -2.0, tl.float32)
+    winner = tl.zeros([BLOCK_B], tl.int32)
+    for chunk in range(0, n_chunks):
+        w0, w1, w2, w3 = residual_chunk(target_ptr, draft_probs_ptr, rows, live, stride, V,
+                                        tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q,
+                                        draft_id, Q, HAS_DRAFT)
+        mass = tl.sum(w0 + w1 + w2 + w3, axis=1)
+        level1 = tl.where(mass > 0, mass / chunk_noise(seed, requests, chunk, n_chunks), -1.0)
+        better = level1 > best
+        best = tl.where(better, level1, best)
+        winner = tl.where(better, chunk, winner)
+
+    col0 = winner * 4 * Q
+    j = tl.arange(0, Q)
+    counter = (requests.to(tl.int64)[:, None] * (n_chunks * Q) + (winner * Q)[:, None]
+               + j[None, :])
+    m0, m1, m2, m3 = tl.randint4x(seed, counter)
+    w0, w1, w2, w3 = residual_chunk(target_ptr, draft_probs_ptr, rows, live, stride, V,
+                                    col0[:, None], draft_id, Q, HAS_DRAFT)
+    u0, x0 = fold(m0)
+    u1, x1 = fold(m1)
+    u2, x2 = fold(m2)
+    u3, x3 = fold(m3)
+    t0 = tl.full(x0.shape, 0.5, tl.float32)
+    t1 = t0
+    t2 = t0
+    t3 = t0
+    near = tl.minimum(tl.minimum(x0, x1), tl.minimum(x2, x3))
+    if tl.min(near) < REFINE_BELOW:  # rare: refinement words only near the ends of (0, 1)
+        r0, r1, r2, r3 = tl.randint4x(seed, counter | REFINE_BIT)
+        t0 = tail_bits(r0, x0)
+        t1 = tail_bits(r1, x1)
+        t2 = tail_bits(r2, x2)
+        t3 = tail_bits(r3, x3)
+    top = tl.full([BLOCK_B], -2.0, tl.float32)
+    token = tl.zeros([BLOCK_B], tl.int64)
+    top, token = keep_best(top, token, score(w0, u0, x0, t0), col0)
+    top, token = keep_best(top, token, score(w1, u1, x1, t1), col0 + Q)
+    top, token = keep_best(top, token, score(w2, u2, x2, t2), col0 + 2 * Q)
+    top, token = keep_best(top, token, score(w3, u3, x3, t3), col0 + 3 * Q)
+    return token
+
+
+@triton.jit(do_not_specialize=["seed"])
+def _rejection_kernel(out_ptr, drafts_ptr, starts_ptr, counts_ptr, draft_probs_ptr, target_ptr,
+                      bonus_ptr, greedy_ptr, seed, B, K, V, stride, n_chunks,
+                      BLOCK_B: tl.constexpr, W: tl.constexpr, Q: tl.constexpr,
+                      HAS_DRAFT: tl.constexpr):
+    """Each program: BLOCK_B requests, every slot of their output rows written."""
+    requests = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    ok = requests < B
+    start = tl.load(starts_ptr + requests, mask=ok, other=0)
+    n = tl.load(counts_ptr + requests, mask=ok, other=0)
+    greedy = tl.load(greedy_ptr + requests, mask=ok, other=0) != 0
+    emitted = tl.load(bonus_ptr + requests, mask=ok, other=-1)
+    positions = tl.arange(0, W)[None, :]
+    proposed = ok[:, None] & (positions < n[:, None])
+    drafts = tl.load(drafts_ptr + start[:, None] + positions, mask=proposed, other=-1)
+
+    # probabilistic requests: all positions at once
+    hi, lo = accept_words(seed, requests, positions)
+    sampled = accepted_length(target_ptr, draft_probs_ptr, start[:, None] + positions, drafts,
+                              proposed & ~greedy[:, None], stride, uniform53(hi, lo), n,
+                              positions, HAS_DRAFT)
+    racing = ok & ~greedy & (sampled < n)
+    if tl.max(racing.to(tl.int32)) > 0:
+        draft_id = tl.sum(tl.where(positions == sampled[:, None], drafts, 0), axis=1)
+        token = residual_race(target_ptr, draft_probs_ptr, requests, start + sampled, racing,
+                              draft_id, seed, stride, V, n_chunks, BLOCK_B, Q, HAS_DRAFT)
+        emitted = tl.where(racing, token, emitted)
+
+    # greedy requests: position after position, no loads after the first mismatch
+    matching = ok & greedy
+    accepted = tl.where(greedy, n, sampled)
+    for i in range(0, K):
+        live = matching & (i < n)
+        if tl.max(live.to(tl.int32)) > 0:
+            top = row_argmax(target_ptr, start + i, live, stride, V, n_chunks, BLOCK_B, Q)
+            draft = tl.load(drafts_ptr + start + i, mask=live, other=-1)
+            miss = live & (top != draft)
+            accepted = tl.where(miss, i, accepted)
+            emitted = tl.where(miss, top, emitted)
+            matching = matching & ~miss
+
+    row = tl.where(positions < accepted[:, None], drafts,
+                   tl.where(positions == accepted[:, None], emitted[:, None], -1))
+    tl.store(out_ptr + requests.to(tl.int64)[:, None] * (K + 1) + positions, row,
+             mask=ok[:, None] & (positions <= K))
+
+
+@triton.jit(do_not_specialize=["seed"])
+def _accept_bits_kernel(words_ptr, seed, K, W: tl.constexpr):
+    """The acceptance words (hi, lo) of one request's positions i < K, as int64."""
+    request = tl.program_id(0) + tl.zeros([1], tl.int64)
+    positions = tl.arange(0, W)[None, :]
+    hi, lo = accept_words(seed, request, positions)
+    at = (request[:, None] * K + positions) * 2
+    tl.store(words_ptr + at, hi.to(tl.int64), mask=positions < K)
+    tl.store(words_ptr + at + 1, lo.to(tl.int64), mask=positions < K)
+
+
+def _launch_shape(batch: int, vocab: int, device: torch.device):
+    """(BLOCK_B, num_warps). Interpreter / CPU: 2^17-token tiles, so a call is a few
+    programs. GPU: one request per program, GPU_WARPS warps streaming its rows."""
+    if INTERPRET or device.type != "cuda":
+        return min(triton.next_power_of_2(batch), max(1, 2**17 // (4 * quarter_width(vocab)))), 4
+    return 1, GPU_WARPS
+
+
+def _check(draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_token_ids,
+           greedy) -> list[int]:
+    """The counts as ints; ValueError (one line) on a dtype or shape outside the contract."""
+    counts = [int(c) for c in num_draft_tokens]
+    batch, total = len(counts), sum(counts)
+    if target_probs.dtype != torch.float32 or target_probs.dim() != 2 \
+            or target_probs.shape[0] != total:
+        raise ValueError(f"target_probs must be float32 [T={total}, V], got "
+                         f"{target_probs.dtype} {tuple(target_probs.shape)}")
+    if draft_probs is not None and (draft_probs.dtype != torch.float32
+                                    or draft_probs.shape != target_probs.shape):
+        raise ValueError(f"draft_probs must be None or float32 {tuple(target_probs.shape)}, "
+                         f"got {draft_probs.dtype} {tuple(draft_probs.shape)}")
+    for name, tensor, dtype, size in (("draft_token_ids", draft_token_ids, torch.int64, total),
+                                      ("bonus_token_ids", bonus_token_ids, torch.int64, batch),
+                                      ("greedy", greedy, torch.bool, batch)):
+        if tensor.dtype != dtype or tuple(tensor.shape) != (size,):
+            raise ValueError(f"{name} must be {dtype} [{size}], got {tensor.dtype} "
+                             f"{tuple(tensor.shape)}")
+    if any(c < 0 for c in counts) or max(counts, default=0) >= 2**POSITION_BITS:
+        raise ValueError(f"num_draft_tokens must lie in [0, 2^{POSITION_BITS}), got {counts}")
+    return counts
+
+
+def rejection_exact(draft_token_ids: torch.Tensor, num_draft_tokens, draft_probs,
+                    target_probs: torch.Tensor, bonus_token_ids: torch.Tensor,
+                    greedy: torch.Tensor, seed: int) -> torch.Tensor:
+    """Family ``rejection``: int64 [B, K + 1], K = max(num_draft_tokens, default 0)."""
+    counts = _check(draft_token_ids, num_draft_tokens, draft_probs, target_probs,
+                    bonus_token_ids, greedy)
+    batch, width = len(counts), max(counts, default=0)
+    device = target_probs.device
+    out = torch.empty((batch, width + 1), dtype=torch.int64, device=device)
+    if batch == 0:
+        return out
+    starts = list(itertools.accumulate(counts, initial=0))[:-1]
+    layout = torch.tensor([starts, counts], dtype=torch.int64, device=device)
+    vocab = target_probs.shape[1]
+    target = target_probs.contiguous()
+    draft = target if draft_probs is None else draft_probs.contiguous()
+    q = quarter_width(vocab)
+    block_b, warps = _launch_shape(batch, vocab, device)
+    _rejection_kernel[(triton.cdiv(batch, block_b),)](
+        out, draft_token_ids.contiguous(), layout[0], layout[1], draft, target,
+        bonus_token_ids.contiguous(), greedy.contiguous(), seed, batch, width, vocab,
+        target.stride(0), triton.cdiv(vocab, 4 * q), BLOCK_B=block_b,
+        W=triton.next_power_of_2(width + 1), Q=q, HAS_DRAFT=draft_probs is not None,
+        num_warps=warps)
+    return out
+
+
+def rejection_bits(batch: int, drafts: int, seed: int, device) -> torch.Tensor:
+    """The acceptance words ``rejection_exact`` draws, int64 [B, K, 2] (hi, lo) for request b,
+    position i < K; the race words of request b are row b of ``race_bits(B, V, seed)``."""
+    words = torch.empty((batch, drafts, 2), dtype=torch.int64, device=device)
+    if batch and drafts:
+        _accept_bits_kernel[(batch,)](words, seed, drafts, W=triton.next_power_of_2(drafts))
+    return words

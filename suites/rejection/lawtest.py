@@ -1,0 +1,69 @@
+"""One observed table against its exact law: impossible cells exactly, the rest by chi-square.
+
+Model: ``draws`` independent outcomes of one request (or one slot), each a cell of a table
+with exact float64 law ``law``. Two tests:
+
+* impossible: a cell of law exactly 0 that was observed is a certain failure (no alpha);
+* Pearson chi-square on the possible cells, sparse ones pooled to expect >= 5 draws
+  (harness/stats/chisquare.py), optionally coarsened to at most ``max_bins`` equal-mass
+  bins; its minimum detectable effect is the worst-case total variation on those bins.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.stats.chisquare import chisquare_gof, min_detectable_tv, pool_bins
+from harness.stats.multiple import adjusted_p
+from harness.verdict import Outcome
+
+
+def law_test(name: str, counts: np.ndarray, law: np.ndarray, alpha: float, power: float,
+             max_bins: int | None = None) -> dict:
+    """Test one table of counts against its law; a result record with its p-value."""
+    counts, law = np.ravel(counts), np.ravel(law)
+    draws = int(counts.sum())
+    impossible = int(counts[law <= 0].sum())
+    labels = pool_bins(draws * law, max_bins=max_bins)
+    statistic, df, p_value = chisquare_gof(counts, law, labels)
+    if impossible:
+        p_value = 0.0
+    mde = min_detectable_tv(max(draws, 1), max(df, 1), alpha, power) if draws else 1.0
+    worst = _worst_cell(counts, law, draws)
+    return {"name": name, "draws": draws, "df": df, "statistic": statistic,
+            "p_value": p_value, "impossible": impossible, "min_detectable_tv": mde, **worst}
+
+
+def _worst_cell(counts: np.ndarray, law: np.ndarray, draws: int) -> dict:
+    """The cell farthest from its expectation in standard deviations (for messages)."""
+    expected = law * draws
+    z = np.where(expected > 0, (counts - expected) / np.sqrt(np.maximum(expected, 1e-300)),
+                 np.where(counts > 0, np.inf, 0.0))
+    cell = int(np.argmax(np.abs(z)))
+    return {"worst_cell": cell, "worst_observed": int(counts[cell]),
+            "worst_expected": float(expected[cell])}
+
+
+def outcome(ctx, results: list[dict], alpha: float, effect: str, samples: int,
+            mde: float | None = None, describe=None) -> Outcome:
+    """The check's verdict from its per-law results (each tested at ``alpha``)."""
+    failed = [r for r in results if r["p_value"] <= alpha]
+    worst = min(results, key=lambda r: r["p_value"])
+    describe = describe or (lambda r: f"cell {r['worst_cell']}")
+    if failed:
+        what = (f"{worst['impossible']} draws in cells of probability 0"
+                if worst["impossible"] else
+                f"chi2 = {worst['statistic']:.1f} on {worst['df']} df, "
+                f"p = {worst['p_value']:.2g}")
+        message = (f"{len(failed)} of {len(results)} laws reject; worst: {worst['name']}: "
+                   f"{what}; {describe(worst)} observed {worst['worst_observed']} times, "
+                   f"expected {worst['worst_expected']:.1f}")
+    else:
+        message = (f"{len(results)} laws fit; smallest p = {worst['p_value']:.2g} "
+                   f"({worst['name']})")
+    return Outcome(not failed, message, statistic=worst["statistic"],
+                   p_value=adjusted_p([r["p_value"] for r in results]), alpha=ctx.alpha,
+                   samples=samples,
+                   min_detectable_effect=mde if mde is not None else
+                   max(r["min_detectable_tv"] for r in results),
+                   effect=effect, details={"tests": results, "alpha_per_test": alpha})

@@ -1,0 +1,99 @@
+"""Acceptance length of family ``rejection``: the law of A, the number of accepted drafts.
+
+With drafts drawn from q, position i accepts with alpha_i = sum_x q(x) min(1, p(x)/q(x))
+and P(A >= j) = prod_{i<j} alpha_i (reference/rejection.py). Per random request of the
+curated batch, a Pearson chi-square of the counts of A = 0..n against that law (sparse
+cells pooled; an observed impossible length is an exact failure).
+
+Effect: a relative drop ``shift`` of every acceptance probability (alpha_i -> alpha_i
+(1 - shift)), the way a sampler that mishandles q loses acceptance (the field bug that
+never passed draft probabilities halved it). The draws are planned so that the drop
+``budget.accept_shift`` is detected with power ``budget.power`` for every request: the
+statistic is then noncentral chi-square with noncentrality n sum_j (P'_j - P_j)^2 / P_j.
+Alpha: the check's share, split over the requests tested.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import optimize
+
+from harness.stats.chisquare import noncentrality_for_power, pool_bins, pooled
+from harness.stats.multiple import bonferroni
+from reference.rejection import acceptance_length_law, acceptance_probs
+from suites.rejection.draws import tally
+from suites.rejection.lawtest import law_test, outcome
+from suites.rejection.requests import CURATED, build
+
+pytestmark = pytest.mark.family("rejection")
+
+
+def shift_noncentrality(alphas: np.ndarray, shift: float, draws: int) -> tuple[float, int]:
+    """(noncentrality per draw, df) of the chi-square against the shifted law, on the bins
+    the test pools at ``draws`` draws."""
+    law = acceptance_length_law(alphas)
+    shifted = acceptance_length_law(alphas * (1.0 - shift))
+    labels = pool_bins(draws * law)
+    null, alt = pooled(law, labels), pooled(shifted, labels)
+    return float(np.sum((alt - null) ** 2 / null)), max(1, int(labels.max()))
+
+
+def planned_draws(alphas: list[np.ndarray], shift: float, alpha: float, power: float) -> int:
+    """Draws per request so that every request's test detects ``shift`` with ``power``: the
+    pooling depends on the draws, so iterate to the fixed point (doubling while the shift
+    is invisible on the pooled bins)."""
+    draws = 1000
+    for _ in range(40):
+        needed = draws
+        for a in alphas:
+            ncp, df = shift_noncentrality(a, shift, draws)
+            required = noncentrality_for_power(df, alpha, power)
+            needed = max(needed, 2 * draws if ncp <= 0 else math.ceil(required / ncp))
+        if needed <= draws:
+            return draws
+        draws = needed
+    raise RuntimeError(f"no sample size detects a shift of {shift:g}")
+
+
+def min_detectable_shift(alphas: np.ndarray, draws: int, alpha: float, power: float) -> float:
+    """The smallest relative drop of the acceptance probabilities detected with ``power``."""
+    def gap(shift):
+        ncp, df = shift_noncentrality(alphas, shift, draws)
+        return ncp * draws - noncentrality_for_power(df, alpha, power)
+    if gap(0.999) < 0:
+        return 1.0
+    return float(optimize.brentq(gap, 1e-9, 0.999, xtol=1e-6))
+
+
+def acceptance_length(ctx):
+    budget = ctx.budget
+    names, laws = build(CURATED, budget.joint_vocab, ctx.seed)
+    alphas = {}
+    for b in range(laws.batch):
+        target, draft, _, _, greedy = laws.request(b)
+        a = acceptance_probs(target, draft)
+        if not greedy and a.size and a.prod() < 1.0:  # A = n for certain: exact elsewhere
+            alphas[b] = a
+    alpha = bonferroni(ctx.alpha, len(alphas))
+    draws = planned_draws(list(alphas.values()), budget.accept_shift, alpha, budget.power)
+    tables = tally(ctx, laws, draws)
+    results = []
+    for b, a in alphas.items():
+        record = law_test(names[b], tables[b].sum(1), acceptance_length_law(a), alpha,
+                          budget.power)
+        record.update(acceptance=a.tolist(),
+                      min_detectable_shift=min_detectable_shift(a, draws, alpha, budget.power))
+        results.append(record)
+    return outcome(ctx, results, alpha,
+                   f"relative drop of every acceptance probability (target "
+                   f"{budget.accept_shift:g})", draws * len(alphas),
+                   mde=max(r["min_detectable_shift"] for r in results),
+                   describe=lambda r: f"A = {r['worst_cell']}")
+
+
+@pytest.mark.statistical
+def test_acceptance_length(check):
+    check.run(acceptance_length)

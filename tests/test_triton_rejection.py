@@ -1,0 +1,162 @@
+"""triton-rejection against the float64 rejection sampler fed the very same random words.
+
+Every output row must equal the reference's, except rows whose residual race is so close
+that float32 rounding may order its two best scores either way (ambiguous, rare). Every
+output also passes the family's exact contract checks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+triton_rejection = pytest.importorskip("kernels.rejection.triton_rejection")
+
+from harness.families.rejection import validate_output  # noqa: E402
+from kernels.sample.triton_race import chunk_width, race_bits, race_exact  # noqa: E402
+from reference.rejection_coupled import coupled_output, race_noise, uniforms  # noqa: E402
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def make_batch(counts: list[int], vocab: int, seed: int, with_draft: bool = True) -> dict:
+    """Ragged requests, every third greedy. Drafts drawn from q; target laws q tilted by
+    exp(N(0, 1)), with rows peaked at the draft (acceptance about 1/2), rows p = q (always
+    accepted), drafts of target probability 0 (always rejected), and greedy rows with a tie
+    for the maximum between two columns, the draft mostly the first of them."""
+    g = torch.Generator().manual_seed(seed)
+    total, rows = sum(counts), torch.arange(sum(counts))
+    q = torch.rand(total, vocab, generator=g).pow_(4)
+    q[:, torch.randperm(vocab, generator=g)[: vocab // 4]] = 0
+    q[:, 0] += 1e-3
+    q /= q.sum(1, keepdim=True)
+    drafts = torch.multinomial(q, 1, generator=g).squeeze(1) if total else rows
+    p = q * torch.randn(total, vocab, generator=g).exp_()
+    p[rows % 3 == 2, drafts[rows % 3 == 2]] += p.sum(1)[rows % 3 == 2]
+    p[rows % 5 == 1] = q[rows % 5 == 1]
+    p[rows % 7 == 3, drafts[rows % 7 == 3]] = 0
+    greedy = torch.arange(len(counts)) % 3 == 0
+    owner = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts, dtype=int))
+    for t in rows[greedy[owner]].tolist():
+        first, second = sorted(torch.randperm(vocab, generator=g)[:2].tolist()) \
+            if vocab > 1 else (0, 0)
+        p[t, first] = p[t, second] = p[t].max() + 1
+        pick = torch.rand((), generator=g).item()
+        drafts[t] = first if pick < 0.8 else second if pick < 0.9 else drafts[t]
+    p /= p.sum(1, keepdim=True)
+    return {"draft_token_ids": drafts.to(DEVICE), "num_draft_tokens": counts,
+            "draft_probs": q.to(DEVICE) if with_draft else None, "target_probs": p.to(DEVICE),
+            "bonus_token_ids": torch.randint(vocab, (len(counts),), generator=g).to(DEVICE),
+            "greedy": greedy.to(DEVICE)}
+
+
+def run(inputs: dict, seed: int) -> torch.Tensor:
+    fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+    return triton_rejection.rejection_exact(**fresh, seed=seed)
+
+
+def reference(inputs: dict, seed: int):
+    """(output, ambiguous): the float64 sampler on the kernel's acceptance and race words."""
+    batch, vocab = len(inputs["num_draft_tokens"]), inputs["target_probs"].shape[1]
+    words = triton_rejection.rejection_bits(batch, max(inputs["num_draft_tokens"], default=0),
+                                            seed, DEVICE)
+    chunk_q, token_q = race_noise(*(w.cpu().numpy() for w in race_bits(batch, vocab, seed,
+                                                                        DEVICE)))
+    host = {k: v.cpu().numpy() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+    return coupled_output(host["draft_token_ids"], host["num_draft_tokens"],
+                          host["draft_probs"], host["target_probs"], host["bonus_token_ids"],
+                          host["greedy"], words.cpu().numpy(), chunk_q, token_q,
+                          chunk_width(vocab))
+
+
+def assert_coupled(inputs: dict, seed: int) -> np.ndarray:
+    out = run(inputs, seed)
+    validate_output(out, inputs)
+    expected, ambiguous = reference(inputs, seed)
+    wrong = (out.cpu().numpy() != expected).any(1) & ~ambiguous
+    assert not wrong.any(), f"requests {np.flatnonzero(wrong)[:5]} differ from the reference"
+    assert ambiguous.mean() < 0.05
+    return expected
+
+
+def ragged(batch: int, most: int, seed: int) -> list[int]:
+    """Counts in [0, most], zeros included, the largest present."""
+    counts = np.random.default_rng(seed).integers(0, most + 1, batch).tolist()
+    return counts[:-1] + [most]
+
+
+@pytest.mark.parametrize("batch,most,vocab,with_draft", [
+    (60, 4, 1031, True), (48, 4, 3000, False), (24, 3, 5000, True), (16, 5, 13, True),
+    (16, 5, 13, False), (1, 3, 300, True), (4, 3, 2, True)])
+def test_matches_float64_sampler_on_same_words(batch, most, vocab, with_draft):
+    """Every unambiguous request equals the float64 sampler: accepted drafts, recovered,
+    greedy or bonus token, placeholders."""
+    inputs = make_batch(ragged(batch, most, vocab), vocab, batch * vocab, with_draft)
+    expected = assert_coupled(inputs, seed=4321)
+    if batch >= 16:  # the batch reaches every branch: early stops, full accepts, placeholders
+        counts = np.array(inputs["num_draft_tokens"])
+        stop = (expected >= 0).sum(1) - 1
+        assert (stop < counts).any() and ((stop == counts) & (counts > 0)).any()
+
+
+def test_residual_race_is_triton_exact():
+    """With q = 0 and p(d) = 0 every request rejects its one draft and races w = p: the
+    recovered tokens are triton-exact's draws for the same rows, seed and V, bit for bit."""
+    g = torch.Generator().manual_seed(8)
+    p = torch.rand(5, 4500, generator=g).pow_(6)
+    p[:, 7] = 0
+    p /= p.sum(1, keepdim=True)
+    out = triton_rejection.rejection_exact(
+        torch.full((5,), 7, device=DEVICE), [1] * 5, torch.zeros_like(p).to(DEVICE),
+        p.to(DEVICE), torch.zeros(5, dtype=torch.int64, device=DEVICE),
+        torch.zeros(5, dtype=torch.bool, device=DEVICE), 31)
+    assert torch.equal(out[:, 1], torch.full((5,), -1, device=DEVICE))
+    assert torch.equal(out[:, 0], race_exact(p.to(DEVICE), 31))
+
+
+def test_acceptance_uniforms():
+    """The acceptance words are 32-bit words (non-negative as int64) and u is uniform on
+    [0, 1): mean 1/2 and variance 1/12 within 6 standard errors."""
+    words = triton_rejection.rejection_bits(64, 64, 9, DEVICE).cpu().numpy()
+    assert words.min() >= 0 and words.max() < 2**32 and len(np.unique(words)) > 0.99 * words.size
+    u = uniforms(words)
+    assert u.min() >= 0 and u.max() < 1
+    assert abs(u.mean() - 0.5) < 6 * np.sqrt(1 / 12 / u.size)
+    assert abs(u.var() - 1 / 12) < 6 * np.sqrt(1 / 180 / u.size)
+
+
+def test_no_drafts():
+    """T = 0: every request emits its bonus token."""
+    inputs = make_batch([0, 0, 0], 17, 1)
+    out = run(inputs, 5)
+    assert torch.equal(out, inputs["bonus_token_ids"][:, None])
+    assert_coupled(inputs, 5)
+
+
+def test_no_requests():
+    empty = make_batch([], 9, 1)
+    assert run(empty, 1).shape == (0, 1)
+
+
+@pytest.mark.parametrize("block_b", [1, 4])
+def test_launch_shapes_match(monkeypatch, block_b):
+    """One request per program (the GPU's layout) or a few give the default's output."""
+    inputs = make_batch(ragged(6, 3, 2), 1031, 11)
+    default = run(inputs, 77)
+    monkeypatch.setattr(triton_rejection, "_launch_shape", lambda b, v, d: (block_b, 1))
+    assert torch.equal(run(inputs, 77), default)
+
+
+def test_same_seed_same_output_and_seed_changes_draws():
+    inputs = make_batch(ragged(32, 4, 3), 257, 3)
+    first = run(inputs, 5)
+    assert torch.equal(first, run(inputs, 5))
+    assert not torch.equal(first, run(inputs, 6))
+
+
+def test_rejects_wrong_dtype():
+    inputs = make_batch([2, 1], 7, 1)
+    inputs["target_probs"] = inputs["target_probs"].double()
+    with pytest.raises(ValueError, match="target_probs"):
+        run(inputs, 0)
