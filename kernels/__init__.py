@@ -14,6 +14,10 @@ CLEAN: dict[str, dict[str, str]] = {
         "torch-fp64": "kernels.sample.torch_race:race_fp64",
         "triton-exact": "kernels.sample.triton_race:race_exact",
     },
+    "rejection": {
+        "torch-rejection": "kernels.rejection.torch_rejection:rejection_torch",
+        "triton-rejection": "kernels.rejection.triton_rejection:rejection_exact",
+    },
 }
 
 

@@ -8,7 +8,7 @@ import torch
 from harness.errors import KernelFailure
 from harness.families.sample import validate_ids
 from harness.loader import Kernel
-from harness.runner import Runner, derive_seed
+from harness.runner import POISONS, Runner, derive_seed, poison_allocator
 
 PROBS = torch.tensor([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
 
@@ -60,3 +60,43 @@ def test_derived_seeds_are_stable_31_bit():
     assert derive_seed(1, "sample", "fit") == derive_seed(1, "sample", "fit")
     assert derive_seed(1, "sample", "fit") != derive_seed(2, "sample", "fit")
     assert 0 <= derive_seed("x") < 2**31
+
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@pytest.mark.skipif(DEVICE.type != "cuda", reason="the CUDA caching allocator")
+@pytest.mark.parametrize("nbytes", [160, 4096, 100_000, 3 << 20, 50 << 20])
+def test_thorough_poison_reaches_both_cuda_pools(nbytes):
+    """After a thorough poisoning, the next allocation of any size (small pool up to 1 MB,
+    large pool above) holds nothing but the poison byte, even with live tensors around."""
+    live = [torch.ones(size, dtype=torch.uint8, device=DEVICE) for size in (512, 70_000, 5 << 20)]
+    scratch = [torch.zeros(size, dtype=torch.uint8, device=DEVICE) for size in (1000, 2 << 20)]
+    del scratch  # freed blocks, not poisoned yet
+    for byte in POISONS:
+        poison_allocator(DEVICE, byte, nbytes, thorough=True)
+        fresh = torch.empty(nbytes, dtype=torch.uint8, device=DEVICE)
+        assert bool((fresh == byte).all()), (nbytes, byte)
+        del fresh
+    del live
+
+
+@pytest.mark.parametrize("rows", [5, 300_000])
+def test_call_twice_catches_an_unwritten_slot(rows):
+    """A kernel that leaves one id unwritten fails call_twice, whatever the output's size
+    (small outputs and large ones come from different allocator pools)."""
+    def forgets_the_last_row(probs, seed):
+        ids = torch.empty(probs.shape[0], dtype=torch.int64, device=probs.device)
+        ids[:-1] = 0
+        return ids
+    probs = torch.zeros(rows, 2, device=DEVICE)
+    probs[:, 0] = 1.0
+    kernel = Runner(Kernel("k", "k", "sample", forgets_the_last_row), DEVICE, 30.0)
+    with pytest.raises(KernelFailure, match="never wrote|under poison bytes"):
+        kernel.call_twice({"probs": probs}, 0)
+
+
+def test_call_twice_passes_a_deterministic_kernel():
+    probs = torch.tensor([[0.25, 0.75], [1.0, 0.0]], device=DEVICE)
+    kernel = Runner(Kernel("k", "k", "sample", lambda p, seed: p.argmax(dim=1)), DEVICE, 30.0)
+    assert kernel.call_twice({"probs": probs}, 0).tolist() == [1, 0]

@@ -63,3 +63,17 @@ def test_every_check_has_a_mutant_that_fails_it(family):
     assert found and set(found) <= caught, set(found) - caught
     unknown = caught - set(found)
     assert not unknown, f"mutants name checks that do not exist: {unknown}"
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_k_selects_one_check(family):
+    """``-k test_<check>`` (the self-test's and every reproduce command's selection) picks
+    that check alone: its name is no part of another check's name or suite file."""
+    keywords = {name: {f"test_{name}"} for name in checks(family)}
+    for path in (SUITES / family).glob("test_*.py"):
+        for m in CHECK.finditer(path.read_text()):
+            keywords[m.group(2)].add(path.name)
+    for name in keywords:
+        clashes = [other for other, words in keywords.items()
+                   if other != name and any(f"test_{name}" in w for w in words)]
+        assert not clashes, f"-k test_{name} also selects {clashes}"

@@ -32,7 +32,7 @@ class RejectionBudget:
 
     name: str
     accept_shift: float        # relative drop of every acceptance probability (acceptance_length)
-    joint_tv: float            # total variation of the (accepted length, token) law (joint*)
+    joint_tv: float            # total variation of the (accepted length, token) law (laws)
     joint_vocab: int           # V of the curated joint-law requests
     marginal_tv: float         # total variation (<= 32 equal-mass bins) of a slot's token law
     marginal_vocab_cpu: int    # V of the marginal check on a CPU ...
@@ -47,7 +47,7 @@ class RejectionBudget:
 BUDGETS = {
     "quick": RejectionBudget("quick", accept_shift=0.05, joint_tv=0.05, joint_vocab=11,
                              marginal_tv=0.05, marginal_vocab_cpu=257,
-                             marginal_vocab_gpu=151936, generated_batches=2,
+                             marginal_vocab_gpu=151936, generated_batches=3,
                              generated_max_vocab=40, never_drafts=2**14, pairs=2**12),
     "standard": RejectionBudget("standard", accept_shift=0.005, joint_tv=0.01, joint_vocab=23,
                                 marginal_tv=0.01, marginal_vocab_cpu=4099,

@@ -4,6 +4,7 @@ check named in its entry, at the budget named there (the self-test in tests/ run
 from kernels import Mutant
 
 _S = "kernels.mutants.sample_mutants:"
+_R = "kernels.mutants.rejection_mutants:"
 
 MUTANTS: dict[str, dict[str, Mutant]] = {
     "sample": {
@@ -38,5 +39,52 @@ MUTANTS: dict[str, dict[str, Mutant]] = {
         "raises": Mutant(_S + "raises", ("validity",), "quick",
                          "the kernel raises (an illegal memory access)"),
         "hangs": Mutant(_S + "hangs", ("validity",), "quick", "the kernel never returns"),
+    },
+    "rejection": {
+        "draft-probs-dropped": Mutant(
+            _R + "draft_probs_dropped", ("validity", "acceptance_length"), "quick",
+            "draft probs never passed to the rejection sampler, q taken one-hot at the "
+            "draft: d accepted with probability p(d), not min(1, p/q) (vLLM PR 40269: "
+            "acceptance fell from ~0.45 to ~0.22)"),
+        "shared-uniform": Mutant(
+            _R + "shared_uniform", ("joint", "fixed_drafts", "marginal", "law_generated"),
+            "quick",
+            "one uniform serves the accept test and the residual draw: the recovered token "
+            "is the residual's inverse CDF at the very u that rejected (u >= p/q), so only "
+            "the upper part of the residual is reached"),
+        "greedy-unwritten": Mutant(
+            _R + "greedy_unwritten", ("validity", "greedy"), "quick",
+            "the greedy path allocates its output with torch.empty and writes only the "
+            "accepted drafts and the emitted token: later slots hold allocator garbage, "
+            "not -1 (vLLM PR 37238, new_empty -> new_zeros)"),
+        "accept-all": Mutant(
+            _R + "accept_all", ("validity", "acceptance_length"), "quick",
+            "every draft accepted whatever its target probability, p(d) = 0 included"),
+        "residual-from-target": Mutant(
+            _R + "residual_from_target", ("validity", "marginal"), "quick",
+            "at a rejection the token is drawn from p, not from max(p - q, 0): tokens with "
+            "p <= q (the rejected draft among them) are emitted"),
+        "ratio-inverted": Mutant(
+            _R + "ratio_inverted", ("validity", "acceptance_length"), "quick",
+            "accept with probability min(1, q/p) instead of min(1, p/q): drafts of target "
+            "probability 0 always accepted"),
+        "zero-draft-shift": Mutant(
+            _R + "zero_draft_shift", ("validity", "greedy"), "quick",
+            "an off-by-one in the offsets of zero-draft requests (counted as one row): every "
+            "later request reads its drafts and probabilities one row too far"),
+        "greedy-tie-random": Mutant(
+            _R + "greedy_tie_random", ("greedy",), "quick",
+            "greedy verify keeps every token tied at the maximum and picks one at random, "
+            "not the lowest index (vllm-project/tpu-inference PR 3580: top_k=1 by threshold "
+            "keeps all tied maxima and samples among them; SGLang issue 31071: EAGLE greedy "
+            "verify's argmax over tied logits accepts different drafts per rank)"),
+        "noise-never-drawn": Mutant(
+            _R + "noise_never_drawn",
+            ("independence", "joint", "fixed_drafts", "marginal", "law_generated"),
+            "quick",
+            "the recovered-token noise is drawn into a copy (exponential_ in place on "
+            "q[indices], an advanced-indexing copy), so the race runs on a buffer never "
+            "filled, the same for every request and seed (vLLM PR 10863, unseeded requests "
+            "in a seeded batch)"),
     },
 }

@@ -5,7 +5,8 @@ the first mismatch emits that argmax; after n matches, the bonus token. The outp
 function of the inputs alone, so every greedy row must equal the reference's
 (reference/rejection.py ``greedy_output``) exactly, in batches where greedy and random
 requests are mixed, with draft probs and without, with zero-draft requests, and with exact
-ties at the maximum (drafts at each tied token: only the lowest index is accepted).
+ties at the maximum (drafts at each tied token: only the lowest index is accepted). Each
+batch is called twice under two allocator poisons, as in validity.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def greedy(ctx) -> Outcome:
     seeds, compared = ctx.seeds(), 0
     for name, laws in batches(ctx.seed).items():
         drafts = torch.as_tensor(laws.fixed_drafts)
-        out = ctx.runner.call(batch_inputs(laws, drafts, 1, ctx.device), next(seeds)).cpu()
+        out = ctx.runner.call_twice(batch_inputs(laws, drafts, 1, ctx.device),
+                                   next(seeds)).cpu()
         width = out.shape[1]
         for b in np.flatnonzero(laws.greedy):
             target, _, fixed, bonus, _ = laws.request(b)

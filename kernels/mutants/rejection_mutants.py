@@ -1,0 +1,128 @@
+"""Wrong rejection samplers, one field bug each (registered in kernels/mutants/__init__.py).
+
+Each is torch-rejection (kernels/rejection/torch_rejection.py) with one piece swapped, so
+that everything but the bug is the clean sampler. All take the contract's arguments in
+order: (draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_token_ids,
+greedy, seed).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+
+from kernels.rejection.torch_rejection import (
+    Draws,
+    Pieces,
+    race,
+    rejection_sample,
+    rejection_torch,
+    request_grid,
+)
+from kernels.sample.torch_race import seeded_generator
+
+
+def draft_probs_dropped(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
+    """The draft probabilities never reach the sampler: q is taken one-hot at the draft,
+    so d is accepted with probability p(d) instead of min(1, p(d) / q(d))."""
+    return rejection_torch(drafts, counts, None, target_probs, bonus, greedy, seed)
+
+
+def _inverse_cdf(weights: torch.Tensor, draws: Draws) -> torch.Tensor:
+    """The residual sampled by inverse CDF at the uniform that rejected the draft."""
+    cdf = weights.cumsum(dim=1)
+    level = (draws.uniform * cdf[:, -1])[:, None].contiguous()
+    token = torch.searchsorted(cdf, level, right=True).squeeze(1)
+    columns = torch.arange(weights.shape[1], device=weights.device)
+    last = torch.where(weights > 0, columns, 0).max(dim=1).values
+    return torch.minimum(token, last)
+
+
+def shared_uniform(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
+    """One uniform per position serves the accept test and the residual draw: given a
+    rejection u >= p(d) / q(d), so the inverse CDF reaches only the residual's upper part."""
+    return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
+                            pieces=Pieces(recover=_inverse_cdf))
+
+
+def greedy_unwritten(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
+    """Greedy rows go to a ``torch.empty`` output that only gets the accepted drafts and
+    the emitted token: the slots after it keep whatever the allocator left there."""
+    full = rejection_torch(drafts, counts, draft_probs, target_probs, bonus, greedy, seed)
+    out = torch.empty_like(full)
+    written = ~greedy[:, None] | (full >= 0)
+    out[written] = full[written]
+    return out
+
+
+def _accept_every_draft(uniform, p_draft, q_draft):
+    return torch.ones_like(uniform, dtype=torch.bool)
+
+
+def accept_all(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
+    """Every draft is accepted whatever its target probability."""
+    return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
+                            pieces=Pieces(accept=_accept_every_draft))
+
+
+def _target_as_residual(target_rows, draft_rows, draft_ids):
+    return target_rows.to(torch.float64)
+
+
+def residual_from_target(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
+    """At a rejection the token is drawn from p itself, not from max(p - q, 0)."""
+    return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
+                            pieces=Pieces(residual=_target_as_residual))
+
+
+def _inverted_acceptance(uniform, p_draft, q_draft):
+    return uniform * p_draft < q_draft
+
+
+def ratio_inverted(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
+    """Accept with probability min(1, q(d) / p(d)): u p(d) < q(d)."""
+    return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
+                            pieces=Pieces(accept=_inverted_acceptance))
+
+
+def _shifted_layout(num_draft_tokens, total: int, device: torch.device):
+    """Starts counted as if a zero-draft request held one row: every later request reads
+    its drafts and probabilities one row too far (clamped inside the buffer)."""
+    counts = torch.tensor(list(num_draft_tokens), dtype=torch.int64, device=device)
+    rows = counts.clamp_min(1)
+    return request_grid(counts, torch.cumsum(rows, 0) - rows, total)
+
+
+def zero_draft_shift(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
+    """An off-by-one in the offsets of zero-draft requests shifts the requests after them."""
+    return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
+                            pieces=Pieces(layout=_shifted_layout))
+
+
+def _tied_choice(target: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Greedy as top-k = 1 by threshold: every token tied with the maximum is kept and
+    one of them is picked at random."""
+    tied = target == target.max(dim=1, keepdim=True).values
+    pick = torch.rand(target.shape, generator=generator, device=target.device)
+    return torch.where(tied, pick, -1.0).argmax(dim=1)
+
+
+def greedy_tie_random(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
+    """Greedy requests accept a draft iff it is the tied maximum picked at random, and emit
+    that pick at a mismatch: ties are not resolved to the lowest index."""
+    generator = seeded_generator(target_probs.device, seed ^ 0x5A5A5A5)
+    return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
+                            pieces=Pieces(greedy=partial(_tied_choice, generator=generator)))
+
+
+def _race_unfilled_buffer(weights: torch.Tensor, draws: Draws) -> torch.Tensor:
+    return race(weights, torch.ones_like(draws.noise))
+
+
+def noise_never_drawn(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
+    """The race noise is drawn into a copy (an in-place op on an advanced-indexing
+    result): the buffer raced against keeps its placeholder, here 1 everywhere, so every
+    request under every seed recovers the residual's mode."""
+    return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
+                            pieces=Pieces(recover=_race_unfilled_buffer))
