@@ -102,3 +102,21 @@ def test_sigkill_leaves_the_report_of_finished_checks(kernel_file, tmp_path):
 def test_list_names_kernels_and_mutants():
     code, output, _ = cli("list")
     assert code == 0 and "triton-exact" in output and "fp32-noise-floor" in output
+
+
+def test_the_readme_engine_adapter_passes(tmp_path):
+    """docs/examples/engine_adapter.py, as the README shows it, meets the rejection contract."""
+    code, output, report = cli("check", "rejection", "--kernel",
+                               "docs/examples/engine_adapter.py:adapted", "--device", "cpu",
+                               "-k", "test_validity or test_greedy", report_dir=tmp_path)
+    assert code == 0, output[-2000:]
+    assert {c["name"] for c in report["checks"]} == {"validity", "greedy"}
+
+
+def test_bench_takes_any_kernel_beside_the_baselines(tmp_path):
+    code, output, _ = cli("bench", "rejection", "--device", "cpu", "--shape", "3x2x33",
+                          "--kernel", "docs/examples/engine_adapter.py:adapted",
+                          report_dir=tmp_path)
+    assert code == 0, output[-2000:]
+    assert "| 3x2x33 | docs/examples/engine_adapter.py:adapted |" in output
+    assert (tmp_path / "bench.md").exists()
