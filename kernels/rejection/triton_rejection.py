@@ -28,15 +28,11 @@ import triton
 import triton.language as tl
 
 from kernels.sample.triton_race import (
-    REFINE_BELOW,
-    REFINE_BIT,
     chunk_noise,
     chunk_probs,
-    fold,
     keep_best,
     quarter_width,
-    score,
-    tail_bits,
+    race_chunk,
 )
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
@@ -130,35 +126,9 @@ def residual_race(target_ptr, draft_probs_ptr, requests, rows, live, draft_id, s
         best = tl.where(better, level1, best)
         winner = tl.where(better, chunk, winner)
 
-    col0 = winner * 4 * Q
-    j = tl.arange(0, Q)
-    counter = (requests.to(tl.int64)[:, None] * (n_chunks * Q) + (winner * Q)[:, None]
-               + j[None, :])
-    m0, m1, m2, m3 = tl.randint4x(seed, counter)
     w0, w1, w2, w3 = residual_chunk(target_ptr, draft_probs_ptr, rows, live, stride, V,
-                                    col0[:, None], draft_id, Q, HAS_DRAFT)
-    u0, x0 = fold(m0)
-    u1, x1 = fold(m1)
-    u2, x2 = fold(m2)
-    u3, x3 = fold(m3)
-    t0 = tl.full(x0.shape, 0.5, tl.float32)
-    t1 = t0
-    t2 = t0
-    t3 = t0
-    near = tl.minimum(tl.minimum(x0, x1), tl.minimum(x2, x3))
-    if tl.min(near) < REFINE_BELOW:  # rare: refinement words only near the ends of (0, 1)
-        r0, r1, r2, r3 = tl.randint4x(seed, counter | REFINE_BIT)
-        t0 = tail_bits(r0, x0)
-        t1 = tail_bits(r1, x1)
-        t2 = tail_bits(r2, x2)
-        t3 = tail_bits(r3, x3)
-    top = tl.full([BLOCK_B], -2.0, tl.float32)
-    token = tl.zeros([BLOCK_B], tl.int64)
-    top, token = keep_best(top, token, score(w0, u0, x0, t0), col0)
-    top, token = keep_best(top, token, score(w1, u1, x1, t1), col0 + Q)
-    top, token = keep_best(top, token, score(w2, u2, x2, t2), col0 + 2 * Q)
-    top, token = keep_best(top, token, score(w3, u3, x3, t3), col0 + 3 * Q)
-    return token
+                                    (winner * 4 * Q)[:, None], draft_id, Q, HAS_DRAFT)
+    return race_chunk(seed, requests, winner, n_chunks, w0, w1, w2, w3, BLOCK_B, Q)
 
 
 @triton.jit(do_not_specialize=["seed"])

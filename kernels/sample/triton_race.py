@@ -101,6 +101,40 @@ def chunk_noise(seed, rows, chunk, n_chunks):
     return exponential(upper, x_int, (refine.to(tl.float32) + 0.5) * 2.3283064365386963e-10)
 
 
+@triton.jit
+def race_chunk(seed, rows, winner, n_chunks, p0, p1, p2, p3, BLOCK: tl.constexpr,
+               Q: tl.constexpr):
+    """Level 2: the tokens of each row's winning chunk (weights p0..p3, its four quarters)
+    race with their own variates: main words of counter row n_chunks Q + chunk Q + j,
+    refined near the ends of (0, 1). Returns the winning column (the earliest on a tie)."""
+    col0 = winner * 4 * Q
+    j = tl.arange(0, Q)
+    counter = rows.to(tl.int64)[:, None] * (n_chunks * Q) + (winner * Q)[:, None] + j[None, :]
+    w0, w1, w2, w3 = tl.randint4x(seed, counter)
+    u0, x0 = fold(w0)
+    u1, x1 = fold(w1)
+    u2, x2 = fold(w2)
+    u3, x3 = fold(w3)
+    t0 = tl.full(x0.shape, 0.5, tl.float32)
+    t1 = t0
+    t2 = t0
+    t3 = t0
+    near = tl.minimum(tl.minimum(x0, x1), tl.minimum(x2, x3))
+    if tl.min(near) < REFINE_BELOW:  # rare: refinement bits are made for few chunks
+        r0, r1, r2, r3 = tl.randint4x(seed, counter | REFINE_BIT)
+        t0 = tail_bits(r0, x0)
+        t1 = tail_bits(r1, x1)
+        t2 = tail_bits(r2, x2)
+        t3 = tail_bits(r3, x3)
+    top = tl.full([BLOCK], -2.0, tl.float32)
+    token = tl.zeros([BLOCK], tl.int64)
+    top, token = keep_best(top, token, score(p0, u0, x0, t0), col0)
+    top, token = keep_best(top, token, score(p1, u1, x1, t1), col0 + Q)
+    top, token = keep_best(top, token, score(p2, u2, x2, t2), col0 + 2 * Q)
+    top, token = keep_best(top, token, score(p3, u3, x3, t3), col0 + 3 * Q)
+    return token
+
+
 @triton.jit(do_not_specialize=["seed"])
 def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chunks_per_split,
                  BLOCK_R: tl.constexpr, Q: tl.constexpr, SPLIT: tl.constexpr):
@@ -121,32 +155,9 @@ def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chu
         best = tl.where(better, level1, best)
         winner = tl.where(better, chunk, winner)
 
-    col0 = winner * 4 * Q
-    j = tl.arange(0, Q)
-    counter = rows.to(tl.int64)[:, None] * (n_chunks * Q) + (winner * Q)[:, None] + j[None, :]
-    w0, w1, w2, w3 = tl.randint4x(seed, counter)
-    p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V, col0[:, None], Q)
-    u0, x0 = fold(w0)
-    u1, x1 = fold(w1)
-    u2, x2 = fold(w2)
-    u3, x3 = fold(w3)
-    t0 = tl.full(x0.shape, 0.5, tl.float32)
-    t1 = t0
-    t2 = t0
-    t3 = t0
-    near = tl.minimum(tl.minimum(x0, x1), tl.minimum(x2, x3))
-    if tl.min(near) < REFINE_BELOW:  # rare: refinement bits are made for few chunks
-        r0, r1, r2, r3 = tl.randint4x(seed, counter | REFINE_BIT)
-        t0 = tail_bits(r0, x0)
-        t1 = tail_bits(r1, x1)
-        t2 = tail_bits(r2, x2)
-        t3 = tail_bits(r3, x3)
-    top = tl.full([BLOCK_R], -2.0, tl.float32)
-    token = tl.zeros([BLOCK_R], tl.int64)
-    top, token = keep_best(top, token, score(p0, u0, x0, t0), col0)
-    top, token = keep_best(top, token, score(p1, u1, x1, t1), col0 + Q)
-    top, token = keep_best(top, token, score(p2, u2, x2, t2), col0 + 2 * Q)
-    top, token = keep_best(top, token, score(p3, u3, x3, t3), col0 + 3 * Q)
+    col0 = (winner * 4 * Q)[:, None]
+    p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q)
+    token = race_chunk(seed, rows, winner, n_chunks, p0, p1, p2, p3, BLOCK_R, Q)
     out = tl.program_id(1) * B + rows
     tl.store(ids_ptr + out, token, mask=row_ok)
     if SPLIT:
