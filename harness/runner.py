@@ -122,6 +122,7 @@ class _FilledEmpty:
 
     def __init__(self, active: bool):
         self.active = active
+        self.saved = None
 
     def __enter__(self):
         if self.active:
@@ -132,10 +133,15 @@ class _FilledEmpty:
             torch.utils.deterministic.fill_uninitialized_memory = True
 
     def __exit__(self, *exc):
-        if self.active:
+        self.restore()
+
+    def restore(self) -> None:
+        """Put torch's settings back (also called when the kernel's thread hangs)."""
+        if self.saved is not None:
             enabled, warn_only, fill = self.saved
             torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
             torch.utils.deterministic.fill_uninitialized_memory = fill
+            self.saved = None
 
 
 def _synchronize(device: torch.device) -> None:
@@ -202,6 +208,7 @@ class Runner:
         thread.join(self.timeout)
         self.seconds += time.perf_counter() - started
         if thread.is_alive():
+            fill.restore()
             raise KernelFailure(f"call did not return within {self.timeout:g} s "
                                 f"({_shape_note(inputs)}, seed={seed})")
         if "error" in outcome:

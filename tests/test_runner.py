@@ -100,3 +100,12 @@ def test_call_twice_passes_a_deterministic_kernel():
     probs = torch.tensor([[0.25, 0.75], [1.0, 0.0]], device=DEVICE)
     kernel = Runner(Kernel("k", "k", "sample", lambda p, seed: p.argmax(dim=1)), DEVICE, 30.0)
     assert kernel.call_twice({"probs": probs}, 0).tolist() == [1, 0]
+
+
+def test_a_hanging_validity_call_leaves_torch_settings_as_they_were():
+    """The CPU fill of uninitialised memory is switched off again when a call hangs."""
+    kernel = Runner(Kernel("k", "k", "sample", lambda probs, seed: time.sleep(30)),
+                    torch.device("cpu"), 0.5)
+    with pytest.raises(KernelFailure, match="did not return"):
+        kernel.call_twice({"probs": PROBS}, 0)
+    assert not torch.are_deterministic_algorithms_enabled()
