@@ -228,16 +228,31 @@ class Runner:
         unwritten differs between the calls for certain; so does any nondeterminism."""
         first = self.call(inputs, seed, POISONS[0], thorough=True)
         second = self.call(inputs, seed, POISONS[1], thorough=True)
-        if not torch.equal(first, second):
-            differ = first != second
-            where = tuple(int(i) for i in differ.nonzero()[0])
-            raise KernelFailure(
-                f"same inputs and seed gave different outputs under poison bytes "
-                f"0x{POISONS[0]:02X} and 0x{POISONS[1]:02X}: {int(differ.sum())} of "
-                f"{first.numel()} values differ, first at {where} ({int(first[where])} vs "
-                f"{int(second[where])}): an unwritten output slot, or a nondeterministic "
-                f"kernel (seed {seed}, {_shape_note(inputs)})")
+        for a, b in zip(_tensors(first), _tensors(second), strict=True):
+            _demand_equal(a, b, seed, inputs)
         return first
+
+
+def _tensors(output) -> list[torch.Tensor]:
+    """The tensors of a validated output (one tensor, or a tuple with None for absent parts)."""
+    parts = output if isinstance(output, tuple) else (output,)
+    return [part for part in parts if part is not None]
+
+
+def _demand_equal(first: torch.Tensor, second: torch.Tensor, seed: int, inputs: dict) -> None:
+    """Identical outputs of the two poisoned calls (NaN equal to NaN), else KernelFailure."""
+    if not torch.equal(first, second) and not (
+            first.dtype.is_floating_point and torch.equal(first.isnan(), second.isnan())
+            and torch.equal(first.nan_to_num(0.0), second.nan_to_num(0.0))):
+        differ = (first != second) & ~(first.isnan() & second.isnan()) \
+            if first.dtype.is_floating_point else first != second
+        where = tuple(int(i) for i in differ.nonzero()[0])
+        raise KernelFailure(
+            f"same inputs and seed gave different outputs under poison bytes "
+            f"0x{POISONS[0]:02X} and 0x{POISONS[1]:02X}: {int(differ.sum())} of "
+            f"{first.numel()} values differ, first at {where} ({first[where].item()} vs "
+            f"{second[where].item()}): an unwritten output slot, or a nondeterministic "
+            f"kernel (seed {seed}, {_shape_note(inputs)})")
 
 
 def _shape_note(inputs: dict) -> str:

@@ -18,6 +18,10 @@ CLEAN: dict[str, dict[str, str]] = {
         "torch-rejection": "kernels.rejection.torch_rejection:rejection_torch",
         "triton-rejection": "kernels.rejection.triton_rejection:rejection_exact",
     },
+    "logprobs": {
+        "torch-logprobs": "kernels.logprobs.torch_logprobs:logprobs_torch",
+        "triton-logprobs": "kernels.logprobs.triton_logprobs:logprobs_triton",
+    },
 }
 
 

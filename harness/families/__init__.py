@@ -40,7 +40,7 @@ class BenchSpec:
 @dataclass(frozen=True)
 class Family:
     name: str
-    parameters: tuple[str, ...]                  # the contract's arguments in order, seed last
+    parameters: tuple[str, ...]                  # the contract's arguments in order
     doc: str                                     # the contract, one paragraph
     validate: Callable[[object, dict], object]   # exact check of one output against its inputs
     output_bytes: Callable[[dict], int]          # bytes of a plausible output (CPU poisoning)
@@ -53,8 +53,9 @@ class Family:
         return f"fn({', '.join(self.parameters)})"
 
     def call(self, fn: Callable, inputs: dict, seed: int):
-        """Call ``fn`` positionally, in the contract's order, with ``seed`` last."""
-        return fn(*(inputs[name] for name in self.parameters[:-1]), seed)
+        """Call ``fn`` positionally, in the contract's order; ``seed`` goes where the
+        contract has one (a family without randomness ignores it)."""
+        return fn(*(seed if name == "seed" else inputs[name] for name in self.parameters))
 
 
 def fresh_copy(inputs: dict) -> dict:

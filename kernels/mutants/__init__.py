@@ -5,6 +5,7 @@ from kernels import Mutant
 
 _S = "kernels.mutants.sample_mutants:"
 _R = "kernels.mutants.rejection_mutants:"
+_L = "kernels.mutants.logprobs_mutants:"
 
 MUTANTS: dict[str, dict[str, Mutant]] = {
     "sample": {
@@ -86,5 +87,40 @@ MUTANTS: dict[str, dict[str, Mutant]] = {
             "q[indices], an advanced-indexing copy), so the race runs on a buffer never "
             "filled, the same for every request and seed (vLLM PR 10863, unseeded requests "
             "in a seeded batch)"),
+    },
+    "logprobs": {
+        "gathered-from-logits": Mutant(
+            _L + "gathered_from_logits", ("values", "tme", "ranks", "generated"), "quick",
+            "requested token ids gathered from the logits instead of the logprobs in "
+            "raw_logprobs mode: they disagree with the top-k logprobs of the same request "
+            "(vLLM PR 43125)"),
+        "processed-in-raw-mode": Mutant(
+            _L + "processed_in_raw_mode", ("values", "tme", "ranks", "generated"), "quick",
+            "the processed values (temperature, top-k, top-p applied) returned in a raw mode"),
+        "padding-as-last-entry": Mutant(
+            _L + "padding_as_last_entry", ("validity",), "quick",
+            "a padded id -1 read as the last vocabulary entry (Python negative indexing): "
+            "its value returned instead of -inf"),
+        "bf16-log-softmax": Mutant(
+            _L + "bf16_log_softmax", ("values", "tme", "generated"), "quick",
+            "log-softmax computed in bfloat16: about 3 significant digits"),
+        "ranks-strict": Mutant(
+            _L + "ranks_strict", ("validity", "ranks"), "quick",
+            "ranks counted with > instead of >=: the token itself and its ties not counted"),
+        "temperature-twice": Mutant(
+            _L + "temperature_twice", ("values", "tme", "generated"), "quick",
+            "the processed modes divide the logits by the temperature twice"),
+        "topk-drops-ties": Mutant(
+            _L + "topk_drops_ties", ("values", "tme", "ranks"), "quick",
+            "top-k keeps exactly k entries: tokens tied with the k-th largest are dropped "
+            "by index"),
+        "topp-before-topk": Mutant(
+            _L + "topp_before_topk", ("values", "tme"), "quick",
+            "top-p applied to the full distribution before top-k, not to the renormalised "
+            "top-k result"),
+        "topp-excludes-crossing": Mutant(
+            _L + "topp_excludes_crossing", ("values", "tme", "generated"), "quick",
+            "top-p keeps tokens whose inclusive cumulative probability is below top_p: the "
+            "token that crosses the threshold is dropped"),
     },
 }

@@ -1,0 +1,105 @@
+"""A kernel's logprob values and ranks against the float64 reference, with derived tolerances.
+
+For each requested token the reference (reference/processed.py) gives a range of values and
+of ranks that holds under every float32 resolution of the ambiguous top-k / top-p decisions
+(``mode_bounds``), and this module widens the value range by the float32 arithmetic error:
+
+* raw_logits: none: the values are the inputs, upcast exactly;
+* processed_logits: r u |z| (r roundings of the division by the temperature, u = 2^-24);
+* raw_logprobs / processed_logprobs: ``logprob_tolerance``, the first-order error bound of a
+  float32 log-softmax given the conditioning d lp_i = dx_i - sum_j p_j dx_j (its docstring).
+
+Values are compared exactly at -inf (padding, masked tokens). TME, the mean over non-padded
+tokens of exp(|lp - lp_ref|), is reported for every logprob comparison and held to the mean
+of exp(tolerance) over the same tokens: the bound the error analysis gives (over rows whose
+top-k / top-p decisions are all unambiguous: elsewhere the reference's own resolution is
+only one of the admissible ones).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from reference.processed import (
+    U32,
+    logprob_tolerance,
+    mode_bounds,
+    mode_values,
+    process,
+    tme,
+)
+
+
+def tolerances(batch: dict, mode: str) -> np.ndarray:
+    """float64 [B, K] absolute tolerance of each requested value (0 at padding)."""
+    ids = batch["token_ids"].cpu().numpy()
+    x = batch["logits"].detach().to("cpu", torch.float64).numpy()
+    pad = ids < 0
+    safe = np.where(pad, 0, ids)
+    if mode == "raw_logits":
+        return np.zeros(ids.shape)
+    if mode == "raw_logprobs":
+        row_tol = logprob_tolerance(torch.float32, x)
+    else:
+        proc = process(x, batch["temperature"], batch["top_k"], batch["top_p"])
+        if mode == "processed_logits":
+            scaled = np.take_along_axis(proc.scaled, safe, axis=1)
+            finite = np.isfinite(scaled) & ~pad
+            return np.where(finite, proc.roundings[:, None] * U32 * np.abs(
+                np.where(finite, scaled, 0.0)), 0.0)
+        row_tol = logprob_tolerance(torch.float32, proc.values, roundings=proc.roundings)
+    return np.where(pad, 0.0, np.take_along_axis(row_tol, safe, axis=1))
+
+
+def _row_ambiguous(batch: dict, mode: str) -> np.ndarray:
+    """bool [B]: rows with an ambiguous top-k / top-p decision anywhere (every logprob of such
+    a row moves with the decision, so TME against the reference is taken over other rows)."""
+    if mode.startswith("raw"):
+        return np.zeros(batch["token_ids"].shape[0], bool)
+    proc = process(batch["logits"], batch["temperature"], batch["top_k"], batch["top_p"])
+    return proc.ambiguous.any(axis=1)
+
+
+def compare(batch: dict, mode: str, values: torch.Tensor, ranks: torch.Tensor | None) -> dict:
+    """Everything one (batch, mode) comparison found; ``failures`` lists what broke."""
+    args = (batch["logits"], mode, batch["temperature"], batch["top_k"], batch["top_p"],
+            batch["token_ids"])
+    bounds = mode_bounds(*args)
+    reference, _, ambiguous = mode_values(*args)
+    tol = tolerances(batch, mode)
+    got = values.detach().to("cpu", torch.float64).numpy()
+    pad = batch["token_ids"].cpu().numpy() < 0
+    with np.errstate(invalid="ignore"):
+        exact_inf = (bounds.high == -np.inf) & (got != -np.inf)
+        below = got < bounds.low - tol
+        above = got > bounds.high + tol
+    wrong = (exact_inf | below | above) & ~pad
+    failures = []
+    if wrong.any():
+        row, slot = (int(i) for i in np.argwhere(wrong)[0])
+        failures.append(
+            f"{mode}: row {row}, token {int(batch['token_ids'][row, slot])}: value "
+            f"{got[row, slot]!r}, expected {reference[row, slot]!r} within "
+            f"[{bounds.low[row, slot] - tol[row, slot]!r}, "
+            f"{bounds.high[row, slot] + tol[row, slot]!r}] ({int(wrong.sum())} values wrong)")
+    rank_wrong = np.zeros(pad.shape, bool)
+    if ranks is not None:
+        r = ranks.cpu().numpy()
+        rank_wrong = ~pad & ((r < bounds.rank_low) | (r > bounds.rank_high))
+        if rank_wrong.any():
+            row, slot = (int(i) for i in np.argwhere(rank_wrong)[0])
+            failures.append(
+                f"{mode}: row {row}, token {int(batch['token_ids'][row, slot])}: rank "
+                f"{int(r[row, slot])}, expected {int(bounds.rank_low[row, slot])}"
+                + (f"..{int(bounds.rank_high[row, slot])}"
+                   if bounds.rank_high[row, slot] != bounds.rank_low[row, slot] else "")
+                + f" ({int(rank_wrong.sum())} ranks wrong)")
+    sure = ~pad & ~_row_ambiguous(batch, mode)[:, None]
+    record = {"mode": mode, "tokens": int((~pad).sum()), "ambiguous": int(ambiguous.sum()),
+              "values_wrong": int(wrong.sum()), "ranks_wrong": int(rank_wrong.sum()),
+              "ranks_checked": ranks is not None, "failures": failures}
+    if mode.endswith("logprobs") and sure.any():
+        record["tme"] = tme(np.where(sure, got, 0.0), np.where(sure, reference, 0.0))
+        record["tme_bound"] = float(np.mean(np.exp(tol[sure])))
+    return record

@@ -1,0 +1,36 @@
+"""Family ``logprobs`` on batches drawn by Hypothesis (harness/strategies/logits.py): exact
+ties, -inf entries, huge ranges, bf16 and fp16, temperatures including 0, top-k at and
+around V, top-p at and around 1, K from 1 to 32 with padding anywhere. Every mode's values
+and ranks against float64, as the curated check does; TME within its bound. Seeded by the
+check's seed, so a run is repeatable."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+
+from harness.strategies.logits import logprob_batches
+from harness.verdict import Outcome
+from suites.logprobs.runs import run_modes, summarise
+
+pytestmark = pytest.mark.family("logprobs")
+
+
+def generated(ctx) -> Outcome:
+    records: list[dict] = []
+
+    @hypothesis_seed(ctx.seed)
+    @settings(max_examples=ctx.budget.generated_batches, phases=[Phase.generate],
+              database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(batch=logprob_batches(ctx.budget.generated_max_vocab))
+    def one_batch(batch):
+        records.extend(run_modes(ctx, f"generated-{len(records) // 4}", batch))
+
+    one_batch()
+    return summarise(records, ("values", "ranks"),
+                     "values or ranks outside their float64 range", tme_test=True)
+
+
+def test_generated(check):
+    check.run(generated)
