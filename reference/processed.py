@@ -389,13 +389,15 @@ def logprob_tolerance(dtype, values, *, roundings=0, sum_terms=None) -> np.ndarr
     * the sum S of n terms, each summand through s roundings: gamma_s = s u / (1 - s u) in L
       (recursive sum: s = n - 1, the default; a tree: ceil(log2 n); an online softmax adds
       3 per rescaling of its running sum: an exp and a product);
-    * log S, faithful: 2u (L - m); the final subtraction, or the log of a quotient: 2u|lp_i|.
+    * log S, faithful: 2u (L - m); the final subtraction, or the log of a quotient: 2u|lp_i|;
+    * a logsumexp L = m + log S rounded in the arithmetic before lp = x - L: 2u|L| (it
+      dominates huge ranges: |x| ~ 6e4 gives 7e-3).
 
     |lp_hat_i - lp_i| <= u (dx_i/u + sum_j p_j dx_j/u + s/(1 - s u) + 3 + 2(L - m)
-    + 2|lp_i|), 0 at -inf entries (they must be -inf exactly). TME over such tokens is then at
-    most the mean of exp(tolerance). The s term dominates large rows (V = 151936: s u = 9e-3 for a
-    recursive sum, s u = 1e-6 for a tree); a check states which summation it grants. Assumes no
-    overflow and normal (not subnormal) results."""
+    + 2|lp_i| + 2|L|), 0 at -inf entries (they must be -inf exactly). TME over such tokens is
+    then at most the mean of exp(tolerance). The s term dominates large rows (V = 151936:
+    s u = 9e-3 for a recursive sum, s u = 1e-6 for a tree); a check states which summation it
+    grants. Assumes no overflow and normal (not subnormal) results."""
     u = float(torch.finfo(dtype).eps) / 2
     v = np.atleast_2d(np.asarray(values, dtype=np.float64))
     lp = logprobs(v)

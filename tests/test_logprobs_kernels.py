@@ -16,11 +16,12 @@ from kernels.mutants import logprobs_mutants as mutants
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 KERNELS = {"torch": logprobs_torch, "triton": logprobs_triton}
 NEG_INF = float("-inf")
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def expected(logits, token_ids, mode, temperature, top_k, top_p):
     """(values, ranks) in float64 from the exact input values, row by row."""
-    x_all = logits.to(torch.float64).numpy()
+    x_all = logits.to(torch.float64).cpu().numpy()
     values = np.full(token_ids.shape, -np.inf)
     ranks = np.zeros(token_ids.shape, dtype=np.int64)
     for b, x in enumerate(x_all):
@@ -55,11 +56,11 @@ def expected(logits, token_ids, mode, temperature, top_k, top_p):
 
 
 def batch(x, ids, t, k, p, dtype=torch.float32):
-    return dict(logits=torch.as_tensor(x, dtype=torch.float32).to(dtype),
-                token_ids=torch.as_tensor(ids, dtype=torch.int64),
-                temperature=torch.as_tensor(t, dtype=torch.float32),
-                top_k=torch.as_tensor(k, dtype=torch.int64),
-                top_p=torch.as_tensor(p, dtype=torch.float32))
+    return dict(logits=torch.as_tensor(x, dtype=torch.float32).to(dtype).to(DEVICE),
+                token_ids=torch.as_tensor(ids, dtype=torch.int64, device=DEVICE),
+                temperature=torch.as_tensor(t, dtype=torch.float32, device=DEVICE),
+                top_k=torch.as_tensor(k, dtype=torch.int64, device=DEVICE),
+                top_p=torch.as_tensor(p, dtype=torch.float32, device=DEVICE))
 
 
 def random_case(rows, vocab, slots, seed, dtype=torch.float32, scale=3.0):
@@ -115,7 +116,7 @@ def _tolerance(inputs):
 
 
 def _agree(got, want_values, want_ranks, inputs):
-    values, ranks = got
+    values, ranks = (t.cpu() for t in got)
     assert values.dtype == torch.float32 and ranks.dtype == torch.int64
     assert values.shape == ranks.shape == inputs["token_ids"].shape
     want = torch.from_numpy(want_values)
@@ -123,7 +124,7 @@ def _agree(got, want_values, want_ranks, inputs):
     finite = ~want.isneginf()
     assert torch.allclose(values.double()[finite], want[finite], rtol=0,
                           atol=_tolerance(inputs))
-    live = inputs["token_ids"] >= 0
+    live = inputs["token_ids"].cpu() >= 0
     assert torch.equal(ranks[live], torch.from_numpy(want_ranks)[live])
 
 

@@ -40,12 +40,12 @@ def edge_batches(seed: int) -> dict[str, dict]:
 def padding_independence(ctx, batch: dict) -> list[str]:
     """Mask each slot in turn; the other slots must not move."""
     problems = []
-    ids = batch["token_ids"]
+    ids = batch["token_ids"].to(ctx.device)
     for mode in MODES:
         full, full_ranks = ctx.runner.call({**on_device(batch, ctx.device), "mode": mode},
                                            ctx.seed)
         for slot in range(ids.shape[1]):
-            masked = {**batch, "token_ids": ids.clone()}
+            masked = {**batch, "token_ids": ids.clone().cpu()}
             masked["token_ids"][:, slot] = -1
             values, ranks = ctx.runner.call({**on_device(masked, ctx.device), "mode": mode},
                                             ctx.seed)
@@ -53,7 +53,7 @@ def padding_independence(ctx, batch: dict) -> list[str]:
             others[:, slot] = False
             moved = others & (values != full) & ~(values.isinf() & full.isinf())
             if full_ranks is not None and ranks is not None:
-                moved |= others & (ranks != full_ranks) & (ids >= 0).to(ranks.device)
+                moved |= others & (ranks != full_ranks) & (ids >= 0)
             if bool(moved.any()):
                 row, col = (int(i) for i in moved.nonzero()[0])
                 problems.append(f"{mode}: masking slot {slot} changed row {row}, slot {col}")
