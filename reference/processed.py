@@ -410,6 +410,7 @@ def logprob_tolerance(dtype, values, *, roundings=0, sum_terms=None) -> np.ndarr
     n = finite.sum(axis=1, keepdims=True)
     s = n - 1 if sum_terms is None else np.full_like(n, sum_terms)
     shift = -np.max(lp, axis=1, keepdims=True)  # L - m
+    lse = np.abs(m + shift)  # |L|: a kernel may round L = m + log S, then take x - L
     units = (dx + (p * dx).sum(axis=1, keepdims=True) + s / (1 - s * u) + 3
-             + 2 * shift + 2 * np.abs(np.where(finite, lp, 0.0)))
+             + 2 * shift + 2 * np.abs(np.where(finite, lp, 0.0)) + 2 * lse)
     return np.where(finite, u * units, 0.0).reshape(np.shape(values))
