@@ -56,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="time this kernel beside the family's baselines (repeatable)")
     bench.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     bench.add_argument("--shape", action="append", default=[], metavar="SHAPE",
-                       help="sample: BxV; rejection: BxKxV (repeatable)")
+                       help="sample: BxV; rejection: BxKxV; logprobs: BxVxK (repeatable)")
     bench.add_argument("--report-dir", default=None)
     return parser
 
