@@ -16,6 +16,7 @@ import numpy as np
 
 from harness.stats.binomial import min_detectable_rate, upper_p
 from harness.stats.chisquare import chisquare_gof
+from harness.stats.multiple import adjusted_p
 from reference.categorical import collision_probability, pair_probs
 
 
@@ -31,3 +32,19 @@ def pair_tests(x: np.ndarray, y: np.ndarray, p: np.ndarray, alpha: float, power:
             "p_agreement": upper_p(agree, x.size, collision), "joint_chi2": statistic,
             "joint_df": df, "p_joint": p_joint,
             "min_detectable_agreement": min_detectable_rate(x.size, collision, alpha, power)}
+
+
+def pairings_verdict(results: list[dict], alpha: float) -> tuple[bool, str, float]:
+    """(passed, message, Bonferroni-adjusted p) of a set of ``pair_tests`` records, each
+    naming its ``pairing`` (and optionally its ``row``), both tests at level ``alpha``."""
+    p_values = [p for r in results for p in (r["p_agreement"], r["p_joint"])]
+    failed = [r for r in results if min(r["p_agreement"], r["p_joint"]) <= alpha]
+    if not failed:
+        return True, f"{len(results)} pairings consistent with independent draws", \
+            adjusted_p(p_values)
+    r = failed[0]
+    where = f"{r['row']}, {r['pairing']}" if "row" in r else r["pairing"]
+    return False, (f"{where}: {r['agreements']} of {r['pairs']} pairs agree where "
+                   f"{r['expected_agreements']:.1f} were expected (p = {r['p_agreement']:.2g}); "
+                   f"joint chi2 = {r['joint_chi2']:.1f} on {r['joint_df']} df "
+                   f"(p = {r['p_joint']:.2g})"), adjusted_p(p_values)

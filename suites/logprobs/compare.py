@@ -98,7 +98,8 @@ def compare(batch: dict, mode: str, values: torch.Tensor, ranks: torch.Tensor | 
     sure = ~pad & ~_row_ambiguous(batch, mode)[:, None]
     record = {"mode": mode, "tokens": int((~pad).sum()), "ambiguous": int(ambiguous.sum()),
               "values_wrong": int(wrong.sum()), "ranks_wrong": int(rank_wrong.sum()),
-              "ranks_checked": ranks is not None, "failures": failures}
+              "ranks_checked": ranks is not None, "failures": failures,
+              "max_tolerance": float(tol[~pad].max()) if (~pad).any() else 0.0}
     if mode.endswith("logprobs") and sure.any():
         record["tme"] = tme(np.where(sure, got, 0.0), np.where(sure, reference, 0.0))
         record["tme_bound"] = float(np.mean(np.exp(tol[sure])))

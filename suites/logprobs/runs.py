@@ -27,9 +27,10 @@ def run_modes(ctx, name: str, batch: dict, twice: bool = False) -> list[dict]:
 
 
 def summarise(records: list[dict], keys: tuple[str, ...], effect: str,
-              tme_test: bool = False) -> Outcome:
+              tme_test: bool = False, mde: float | None = None) -> Outcome:
     """Pass when no record has a failure among ``keys`` (and, with ``tme_test``, every TME
-    is within its bound)."""
+    is within its bound). The smallest deviation detected, for certain, is by default the
+    largest tolerance granted to a compared value: any error beyond it fails."""
     problems = []
     for r in records:
         if "values" in keys and r["values_wrong"]:
@@ -51,6 +52,8 @@ def summarise(records: list[dict], keys: tuple[str, ...], effect: str,
         message = (f"{tokens:,} requested values in {len(records)} (batch, mode) comparisons "
                    f"agree with float64 ({ambiguous} ambiguous top-k/top-p decisions accepted "
                    f"either way){worst}")
+    if mde is None:
+        mde = max((r["max_tolerance"] for r in records), default=0.0)
     return Outcome(not problems, message, statistic=max(tmes) if tmes else None,
-                   samples=tokens, effect=effect,
+                   samples=tokens, effect=effect, min_detectable_effect=mde,
                    details={"comparisons": records, "ambiguous": ambiguous})

@@ -42,11 +42,12 @@ def curated_records(ctx) -> list[dict]:
 
 def values(ctx) -> Outcome:
     return summarise(curated_records(ctx), ("values",),
-                     "values outside their float64 range widened by the float32 bound")
+                     "absolute error of a value beyond its float32 bound (largest bound shown)")
 
 
 def tme_check(ctx) -> Outcome:
-    return summarise(curated_records(ctx), (), "TME above mean exp(tolerance)", tme_test=True)
+    return summarise(curated_records(ctx), (), "TME above the mean of exp(tolerance) (largest tolerance shown)",
+                     tme_test=True)
 
 
 def consistency(ctx, batch: dict) -> list[str]:
@@ -70,7 +71,8 @@ def consistency(ctx, batch: dict) -> list[str]:
 
 def ranks(ctx) -> Outcome:
     records = curated_records(ctx)
-    outcome = summarise(records, ("ranks",), "ranks outside the exact range (ties: >=)")
+    outcome = summarise(records, ("ranks",), "a rank off its exact range by 1 or more",
+                        mde=1.0)
     if not any(r["ranks_checked"] for r in records):
         outcome.message = "the kernel returns no ranks (optional): " + outcome.message
     broken = [f for i, dtype in enumerate(DTYPES)

@@ -29,7 +29,8 @@ def generated(ctx) -> Outcome:
 
     one_batch()
     return summarise(records, ("values", "ranks"),
-                     "values or ranks outside their float64 range", tme_test=True)
+                     "absolute error of a value beyond its float32 bound (largest bound "
+                     "shown), or a rank off its range", tme_test=True)
 
 
 def test_generated(check):

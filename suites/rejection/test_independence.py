@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from harness.stats.independence import pair_tests
-from harness.stats.multiple import adjusted_p, bonferroni
+from harness.stats.independence import pair_tests, pairings_verdict
+from harness.stats.multiple import bonferroni
 from harness.verdict import Outcome
 from reference.rejection import RejectionLaws, joint_law
 from suites.rejection.draws import accepted_and_emitted, batch_inputs
@@ -53,23 +53,14 @@ def independence(ctx):
         accepted, emitted = accepted_and_emitted(ctx.runner.call(inputs, s))
         outcomes.append(to_support[accepted * VOCAB + emitted])
     alpha = bonferroni(ctx.alpha, 2 * 4)
-    results, p_values = [], []
+    results = []
     for name, (x, y) in pairings(*outcomes).items():
         r = pair_tests(x.cpu().numpy(), y.cpu().numpy(), law.ravel()[support], alpha,
                        ctx.budget.power)
         results.append({"pairing": name, **r})
-        p_values += [r["p_agreement"], r["p_joint"]]
-    failed = [r for r in results if min(r["p_agreement"], r["p_joint"]) <= alpha]
-    if failed:
-        r = failed[0]
-        message = (f"{r['pairing']}: {r['agreements']} of {r['pairs']} pairs agree where "
-                   f"{r['expected_agreements']:.1f} were expected (p = {r['p_agreement']:.2g}); "
-                   f"joint chi2 = {r['joint_chi2']:.1f} on {r['joint_df']} df "
-                   f"(p = {r['p_joint']:.2g})")
-    else:
-        message = f"{len(results)} pairings consistent with independent requests"
-    return Outcome(not failed, message, statistic=max(r["joint_chi2"] for r in results),
-                   p_value=adjusted_p(p_values), alpha=ctx.alpha, samples=2 * pairs,
+    passed, message, p_value = pairings_verdict(results, alpha)
+    return Outcome(passed, message, statistic=max(r["joint_chi2"] for r in results),
+                   p_value=p_value, alpha=ctx.alpha, samples=2 * pairs,
                    min_detectable_effect=max(r["min_detectable_agreement"] for r in results),
                    effect="agreement rate P(Z = Z') of two requests' outcomes (A, Y) "
                           "(independent: sum P(z)^2 = 0.264)",

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 import torch
 
-from harness.stats.independence import pair_tests
-from harness.stats.multiple import adjusted_p, bonferroni
+from harness.stats.independence import pair_tests, pairings_verdict
+from harness.stats.multiple import bonferroni
 from harness.verdict import Outcome
 from reference.categorical import exact_probs
 
@@ -50,7 +50,7 @@ def pairings(a: torch.Tensor, b: torch.Tensor) -> dict[str, tuple[torch.Tensor, 
 def independence(ctx) -> Outcome:
     alpha = bonferroni(ctx.alpha, 2 * len(rows()) * 4)
     seed = ctx.seed
-    results, p_values, draws = [], [], 0
+    results, draws = [], 0
     for name, row in rows().items():
         support = np.flatnonzero(row > 0)
         p = exact_probs(torch.as_tensor(row)[None])[0][support]
@@ -64,18 +64,9 @@ def independence(ctx) -> Outcome:
         for pairing, (x, y) in pairings(a, b).items():
             r = pair_tests(x.cpu().numpy(), y.cpu().numpy(), p, alpha, ctx.budget.power)
             results.append({"row": name, "pairing": pairing, **r})
-            p_values += [r["p_agreement"], r["p_joint"]]
-    failed = [r for r in results if min(r["p_agreement"], r["p_joint"]) <= alpha]
-    if failed:
-        r = failed[0]
-        message = (f"{r['row']}, {r['pairing']}: {r['agreements']} of {r['pairs']} pairs agree "
-                   f"where {r['expected_agreements']:.1f} were expected (p = "
-                   f"{r['p_agreement']:.2g}); joint chi2 = {r['joint_chi2']:.1f} on "
-                   f"{r['joint_df']} df (p = {r['p_joint']:.2g})")
-    else:
-        message = f"{len(results)} pairings consistent with independent draws"
-    return Outcome(not failed, message, statistic=max(r["joint_chi2"] for r in results),
-                   p_value=adjusted_p(p_values), alpha=ctx.alpha, samples=draws,
+    passed, message, p_value = pairings_verdict(results, alpha)
+    return Outcome(passed, message, statistic=max(r["joint_chi2"] for r in results),
+                   p_value=p_value, alpha=ctx.alpha, samples=draws,
                    min_detectable_effect=max(r["min_detectable_agreement"] for r in results),
                    effect="agreement rate P(X = Y) of a pair (independent: sum p^2 <= 1/8)",
                    details={"pairings": results, "alpha_per_test": alpha})
