@@ -46,7 +46,8 @@ def values(ctx) -> Outcome:
 
 
 def tme_check(ctx) -> Outcome:
-    return summarise(curated_records(ctx), (), "TME above the mean of exp(tolerance) (largest tolerance shown)",
+    return summarise(curated_records(ctx), (),
+                     "TME above the mean of exp(tolerance) (largest tolerance shown)",
                      tme_test=True)
 
 
