@@ -79,7 +79,7 @@ def run_check(args) -> int:
             load(target, family)
     report_dir = _report_dir(args.report_dir)
     root = Path(suites.__file__).parent
-    pytest_args = [str(root / family) for family in families]
+    pytest_args = [str(root / FAMILIES[family].suite) for family in families]
     pytest_args += ["-q", "-p", "no:cacheprovider", "--budget", args.budget,
                     "--device", args.device, "--harness-seed", str(args.seed),
                     "--report-dir", str(report_dir), "--call-timeout", str(args.call_timeout),

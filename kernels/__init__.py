@@ -20,7 +20,11 @@ CLEAN: dict[str, dict[str, str]] = {
     },
     "logprobs": {
         "torch-logprobs": "kernels.logprobs.torch_logprobs:logprobs_torch",
+        "torch-logprobs-gather": "kernels.logprobs.torch_logprobs:logprobs_gather",
         "triton-logprobs": "kernels.logprobs.triton_logprobs:logprobs_triton",
+    },
+    "sample-logits": {
+        "torch-sample-logits": "kernels.sample_logits.torch_sample_logits:sample_logits_torch",
     },
 }
 

@@ -27,7 +27,7 @@ CHECK = re.compile(r"^((?:@pytest\.mark\.\w+\n)*)def test_(\w+)\(check\)", re.M)
 def checks(family: str) -> dict[str, bool]:
     """Every check of a family's suite -> whether it runs on a GPU only."""
     return {m.group(2): "@pytest.mark.gpu" in m.group(1)
-            for path in (SUITES / family).glob("test_*.py")
+            for path in (SUITES / FAMILIES[family].suite).glob("test_*.py")
             for m in CHECK.finditer(path.read_text())}
 
 
@@ -70,7 +70,7 @@ def test_k_selects_one_check(family):
     """``-k test_<check>`` (the self-test's and every reproduce command's selection) picks
     that check alone: its name is no part of another check's name or suite file."""
     keywords = {name: {f"test_{name}"} for name in checks(family)}
-    for path in (SUITES / family).glob("test_*.py"):
+    for path in (SUITES / FAMILIES[family].suite).glob("test_*.py"):
         for m in CHECK.finditer(path.read_text()):
             keywords[m.group(2)].add(path.name)
     for name in keywords:

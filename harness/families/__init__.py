@@ -49,6 +49,12 @@ class Family:
     bench: BenchSpec | None = None
 
     @property
+    def suite(self) -> str:
+        """The package of its checks under suites/ (a family name with ``-`` is a Python
+        package name with ``_``)."""
+        return self.name.replace("-", "_")
+
+    @property
     def signature(self) -> str:
         return f"fn({', '.join(self.parameters)})"
 

@@ -119,5 +119,5 @@ FAMILY = Family(
         shape_help="BxVxK", make_inputs=bench_batch,
         floor_bytes=lambda inputs: inputs["logits"].numel() * inputs["logits"].element_size()
         + 12 * inputs["token_ids"].numel(),
-        baselines=("torch-logprobs",)),
+        baselines=("torch-logprobs-gather", "torch-logprobs")),
 )

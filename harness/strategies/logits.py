@@ -87,3 +87,16 @@ def logprob_batches(draw, max_vocab: int, max_rows: int = 4, max_slots: int = 32
                                         dtype=torch.float32),
             "top_k": torch.tensor([draw(top_ks(vocab)) for _ in range(rows)]),
             "top_p": torch.tensor([draw(top_ps()) for _ in range(rows)], dtype=torch.float32)}
+
+
+@st.composite
+def sampling_tables(draw, max_vocab: int, rows: int) -> dict:
+    """``rows`` rows of family ``sample-logits`` in one dtype: float64 logits exact in that
+    dtype, and per-row temperature (0 included), top-k and top-p at and around their
+    boundaries."""
+    dtype, vocab = draw(input_dtypes()), draw(vocab_sizes(max_vocab))
+    return {"dtype": dtype,
+            "logits": np.stack([draw(logit_rows(vocab, dtype)) for _ in range(rows)]),
+            "temperature": np.array([draw(temperatures()) for _ in range(rows)], np.float32),
+            "top_k": np.array([draw(top_ks(vocab)) for _ in range(rows)], np.int64),
+            "top_p": np.array([draw(top_ps()) for _ in range(rows)], np.float32)}

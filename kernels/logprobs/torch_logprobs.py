@@ -52,8 +52,10 @@ def top_k_keep(keys: torch.Tensor, scaled: torch.Tensor, keep: torch.Tensor,
     """keep & (key >= the k-th largest kept key): ties at the boundary kept; rows with
     k <= 0 or k >= V unchanged."""
     vocab = keys.shape[1]
-    ordered = torch.where(keep, keys, NEG_INF).sort(dim=1, descending=True).values
     active = (top_k > 0) & (top_k < vocab)
+    if not bool(active.any()):  # as engines do: no sort when no row asks for top-k
+        return keep
+    ordered = torch.where(keep, keys, NEG_INF).sort(dim=1, descending=True).values
     kth = ordered.gather(1, (top_k.clamp(1, vocab) - 1)[:, None])
     return keep & (~active[:, None] | (keys >= kth))
 
@@ -63,6 +65,8 @@ def top_p_keep(keys: torch.Tensor, scaled: torch.Tensor, keep: torch.Tensor,
     """keep & (key >= c): c the key of the last entry, in decreasing key order, whose
     exclusive cumulative probability under softmax(scaled over kept) is < top_p (the first
     entry always counts); rows with top_p >= 1 unchanged."""
+    if not bool((top_p < 1).any()):
+        return keep
     masked = torch.where(keep, scaled, NEG_INF)
     probs = masked.softmax(dim=1)
     order = torch.where(keep, keys, NEG_INF).argsort(dim=1, descending=True, stable=True)
@@ -151,6 +155,25 @@ def logprobs_with(logits, token_ids, mode: str, temperature, top_k, top_p,
     keys = torch.where(processing()[1], x, NEG_INF) if mode.startswith("processed") else x
     ranks = pieces.ranks(keys, keys.gather(1, safe_ids))
     return values.to(torch.float32), torch.where(padding, 0, ranks)
+
+
+def logprobs_gather(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
+                    temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor
+                    ) -> torch.Tensor:
+    """Family ``logprobs``, values only (ranks are optional): the mode's row (log_softmax of
+    the logits in raw_logprobs) gathered at the ids, as engines ship it. The bench's
+    baseline: in raw modes one log_softmax over [B, V] and a gather, no sort."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}")
+    x = upcast(logits)
+
+    def processed():
+        scaled, keep = kept_entries(x, temperature, top_k, top_p)
+        return torch.where(keep, scaled, NEG_INF)
+
+    rows = mode_values(mode, x, processed, log_softmax32)
+    safe_ids, padding = padding_slots(token_ids, x.shape[1])
+    return gather_values(rows, safe_ids, padding).to(torch.float32)
 
 
 def logprobs_torch(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,

@@ -6,6 +6,7 @@ from kernels import Mutant
 _S = "kernels.mutants.sample_mutants:"
 _R = "kernels.mutants.rejection_mutants:"
 _L = "kernels.mutants.logprobs_mutants:"
+_G = "kernels.mutants.sample_logits_mutants:"
 
 MUTANTS: dict[str, dict[str, Mutant]] = {
     "sample": {
@@ -122,5 +123,41 @@ MUTANTS: dict[str, dict[str, Mutant]] = {
             _L + "topp_excludes_crossing", ("values", "tme", "generated"), "quick",
             "top-p keeps tokens whose inclusive cumulative probability is below top_p: the "
             "token that crosses the threshold is dropped"),
+    },
+    "sample-logits": {
+        "greedy-at-temperature-one": Mutant(
+            _G + "greedy_at_temperature_one", ("greedy",), "quick",
+            "rows with temperature 0 sampled at temperature 1: the guard t = 0 -> 1 kept, "
+            "the argmax branch lost"),
+        "topk-off-by-one": Mutant(
+            _G + "topk_off_by_one", ("validity",), "quick",
+            "the top-k boundary read one position too far: k + 1 tokens kept, a masked token "
+            "sampled"),
+        "topk-drops-ties": Mutant(
+            _G + "topk_drops_ties", ("boundaries",), "quick",
+            "top-k keeps exactly k tokens: tokens tied with the k-th largest dropped by "
+            "index"),
+        "topp-excludes-crossing": Mutant(
+            _G + "topp_excludes_crossing", ("boundaries",), "quick",
+            "top-p keeps tokens whose inclusive cumulative probability is below top_p: the "
+            "token that crosses the threshold is never sampled"),
+        "topp-before-topk": Mutant(
+            _G + "topp_before_topk", ("boundaries",), "quick",
+            "top-p applied to the full distribution before top-k, not to the renormalised "
+            "top-k result"),
+        "temperature-twice": Mutant(
+            _G + "temperature_twice", ("fit_curated",), "quick",
+            "logits divided by the temperature twice (by the model runner and the sampler)"),
+        "row-shift": Mutant(
+            _G + "row_shift", ("fit_curated", "fit_generated", "fit_large_vocab"), "quick",
+            "row i sampled from row i-1's logits with row i's settings (an off-by-one row "
+            "pointer)"),
+        "fp32-noise-floor": Mutant(
+            _G + "fp32_noise_floor", ("tail",), "standard",
+            "float32 exponential noise floored at 2^-24: tokens below ~1e-8 of the head "
+            "never win"),
+        "shared-noise": Mutant(
+            _G + "shared_noise", ("independence",), "quick",
+            "one noise row broadcast to every row: identical rows always agree"),
     },
 }

@@ -77,7 +77,7 @@ def ranks_strict(logits, token_ids, mode, temperature, top_k, top_p):
                          Pieces(ranks=_count_greater))
 
 
-def _scale_twice(x: torch.Tensor, temperature: torch.Tensor) -> torch.Tensor:
+def scale_twice(x: torch.Tensor, temperature: torch.Tensor) -> torch.Tensor:
     """x / t / t: the sampler's temperature step applied on already scaled logits."""
     return scale_by_temperature(scale_by_temperature(x, temperature), temperature)
 
@@ -85,10 +85,10 @@ def _scale_twice(x: torch.Tensor, temperature: torch.Tensor) -> torch.Tensor:
 def temperature_twice(logits, token_ids, mode, temperature, top_k, top_p):
     """Processed modes divide by the temperature twice."""
     return logprobs_with(logits, token_ids, mode, temperature, top_k, top_p,
-                         Pieces(scale=_scale_twice))
+                         Pieces(scale=scale_twice))
 
 
-def _top_k_exact(keys, scaled, keep, top_k, top_p):
+def top_k_exact(keys, scaled, keep, top_k, top_p):
     """Exactly k entries kept: the first k of a stable descending sort, ties at the boundary
     dropped by index."""
     vocab = keys.shape[1]
@@ -102,7 +102,7 @@ def _top_k_exact(keys, scaled, keep, top_k, top_p):
 def topk_drops_ties(logits, token_ids, mode, temperature, top_k, top_p):
     """Top-k keeps exactly k entries, dropping ties at the boundary."""
     return logprobs_with(logits, token_ids, mode, temperature, top_k, top_p,
-                         Pieces(filters=(_top_k_exact, top_p_keep)))
+                         Pieces(filters=(top_k_exact, top_p_keep)))
 
 def topp_before_topk(logits, token_ids, mode, temperature, top_k, top_p):
     """Top-p applied on the full distribution, before top-k."""
@@ -110,7 +110,7 @@ def topp_before_topk(logits, token_ids, mode, temperature, top_k, top_p):
                          Pieces(filters=(top_p_keep, top_k_keep)))
 
 
-def _top_p_inclusive(keys, scaled, keep, top_k, top_p):
+def top_p_inclusive(keys, scaled, keep, top_k, top_p):
     """Keeps entries whose inclusive cumulative probability is < top_p (the first always):
     the token that crosses the threshold is dropped."""
     probs = torch.where(keep, scaled, float("-inf")).softmax(dim=1)
@@ -125,4 +125,4 @@ def _top_p_inclusive(keys, scaled, keep, top_k, top_p):
 def topp_excludes_crossing(logits, token_ids, mode, temperature, top_k, top_p):
     """Top-p drops the token whose cumulative probability crosses the threshold."""
     return logprobs_with(logits, token_ids, mode, temperature, top_k, top_p,
-                         Pieces(filters=(top_k_keep, _top_p_inclusive)))
+                         Pieces(filters=(top_k_keep, top_p_inclusive)))

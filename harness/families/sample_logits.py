@@ -1,0 +1,136 @@
+"""Family ``sample-logits``: one token per row of logits, after temperature, top-k and top-p.
+
+Contract::
+
+    fn(logits, temperature, top_k, top_p, seed) -> ids
+
+logits float32, bfloat16 or float16 [B, V] (every row with a finite entry; -inf entries are
+masked); temperature float32 [B] (>= 0), top_k int64 [B], top_p float32 [B]; seed int in
+[0, 2^31). Returns int32/int64 [B] on the logits' device. Temperature 0 means greedy: the
+argmax of the logits, the lowest index on ties. Otherwise one draw from softmax of the
+processed logits (reference/processed.py: logits / T, then top-k with ties at the boundary
+kept, then top-p on the renormalised result). The same inputs and seed give the same ids;
+rows are independent, and so are calls with different seeds.
+
+The exact validation of every call: the output's type, shape, dtype and device; ids in
+[0, V); never a token whose logit is -inf; greedy rows equal to the argmax. Whether a token
+is kept by top-k and top-p is judged by the checks, against the float64 reference with its
+ambiguity classifier (a per-call sort here would double the cost of every draw).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from harness.errors import KernelFailure
+from harness.families import BenchSpec, Family
+
+
+@dataclass(frozen=True)
+class SampleLogitsBudget:
+    """The effects the checks of family ``sample-logits`` must detect."""
+
+    name: str
+    fit_tv: float                   # total variation on pooled bins (curated, generated)
+    fit_max_bins: int
+    fit_vocab: int                  # V of the curated rows
+    generated_batches: int
+    generated_max_vocab: int
+    boundary_tv: float              # total variation in the boundary check (few tokens)
+    large_vocab: int                # V of the large-vocabulary rows (GPU only)
+    large_tv: float
+    tail_scales: tuple[float, ...]  # processed probability of the rare tokens over the head's
+    tail_expected: float
+    masked_draws: int               # draws in which a masked token could be returned
+    pairs: int                      # pairs per pairing in the independence check
+    power: float = 0.99
+
+
+BUDGETS = {
+    "quick": SampleLogitsBudget(
+        "quick", fit_tv=0.03, fit_max_bins=32, fit_vocab=257, generated_batches=2,
+        generated_max_vocab=300, boundary_tv=0.02, large_vocab=151936, large_tv=0.05,
+        tail_scales=(1e-2, 1e-4), tail_expected=100.0, masked_draws=2**24, pairs=2**12),
+    "standard": SampleLogitsBudget(
+        "standard", fit_tv=0.003, fit_max_bins=32, fit_vocab=1031, generated_batches=4,
+        generated_max_vocab=4099, boundary_tv=0.002, large_vocab=151936, large_tv=0.01,
+        tail_scales=(1e-2, 1e-4, 1e-6, 1e-8), tail_expected=200.0, masked_draws=2**32,
+        pairs=2**17),
+    "thorough": SampleLogitsBudget(
+        "thorough", fit_tv=0.001, fit_max_bins=32, fit_vocab=1031, generated_batches=8,
+        generated_max_vocab=8192, boundary_tv=0.0005, large_vocab=151936, large_tv=0.005,
+        tail_scales=(1e-2, 1e-4, 1e-6, 1e-8, 1e-10), tail_expected=400.0,
+        masked_draws=2**35, pairs=2**19),
+}
+
+
+def greedy_ids(logits: torch.Tensor) -> torch.Tensor:
+    """int64 [B]: the argmax of each row, the lowest index on ties (torch's argmax returns
+    the first maximal index)."""
+    return logits.argmax(dim=1)
+
+
+def validate_ids(ids: object, inputs: dict) -> torch.Tensor:
+    """Check a ``sample-logits`` kernel's output exactly; return int64 ids (rules above)."""
+    logits, temperature = inputs["logits"], inputs["temperature"]
+    batch, vocab = logits.shape
+    if not isinstance(ids, torch.Tensor):
+        raise KernelFailure(f"returned {type(ids).__name__}, expected a torch.Tensor of ids")
+    if ids.dtype not in (torch.int32, torch.int64):
+        raise KernelFailure(f"returned dtype {ids.dtype}, expected torch.int32 or torch.int64")
+    if tuple(ids.shape) != (batch,):
+        raise KernelFailure(f"returned shape {tuple(ids.shape)}, expected ({batch},)")
+    if ids.device != logits.device:
+        raise KernelFailure(f"returned ids on {ids.device}, expected {logits.device}")
+    ids = ids.long()
+    outside = (ids < 0) | (ids >= vocab)
+    if bool(outside.any()):
+        row = int(outside.nonzero()[0, 0])
+        raise KernelFailure(f"returned id {int(ids[row])} at row {row}, outside [0, {vocab}) "
+                            f"({int(outside.sum())} of {batch} rows out of range)")
+    masked = logits.gather(1, ids[:, None]).squeeze(1) == float("-inf")
+    if bool(masked.any()):
+        row = int(masked.nonzero()[0, 0])
+        raise KernelFailure(f"returned token {int(ids[row])} whose logit is -inf at row {row} "
+                            f"({int(masked.sum())} of {batch} rows)")
+    greedy = (temperature == 0).nonzero()[:, 0]
+    if greedy.numel():
+        expected = greedy_ids(logits[greedy])
+        wrong = (ids[greedy] != expected).nonzero()[:, 0]
+        if wrong.numel():
+            row, at = int(greedy[wrong[0]]), int(wrong[0])
+            raise KernelFailure(f"greedy row {row} (temperature 0) returned {int(ids[row])}, "
+                                f"not the argmax {int(expected[at])} ({wrong.numel()} of "
+                                f"{greedy.numel()} greedy rows wrong)")
+    return ids
+
+
+def bench_batch(shape: str, device: torch.device) -> dict:
+    """``BxV``: float32 logits N(0, 4), temperature 0.8, top-k 50, top-p 0.9 on every row
+    (the issue's setting)."""
+    batch, vocab = (int(x) for x in shape.lower().split("x"))
+    return {"logits": torch.randn(batch, vocab, device=device) * 2.0,
+            "temperature": torch.full((batch,), 0.8, device=device),
+            "top_k": torch.full((batch,), 50, dtype=torch.int64, device=device),
+            "top_p": torch.full((batch,), 0.9, device=device)}
+
+
+FAMILY = Family(
+    name="sample-logits",
+    parameters=("logits", "temperature", "top_k", "top_p", "seed"),
+    doc=("fn(logits: float32|bf16|fp16 [B, V], temperature: float32 [B] (0 = greedy), top_k: "
+         "int64 [B], top_p: float32 [B], seed: int in [0, 2^31)) -> int32/int64 [B] token ids: "
+         "one draw from softmax(processed logits), the argmax where temperature is 0"),
+    validate=validate_ids,
+    output_bytes=lambda inputs: 8 * inputs["logits"].shape[0],
+    draws=lambda inputs: inputs["logits"].numel(),
+    budgets=BUDGETS,
+    bench=BenchSpec(
+        gpu_shapes=("256x151936", "32x128256", "1x32000"), cpu_shapes=("8x4099",),
+        shape_help="BxV (temperature 0.8, top-k 50, top-p 0.9)", make_inputs=bench_batch,
+        floor_bytes=lambda inputs: inputs["logits"].numel() * inputs["logits"].element_size()
+        + 8 * inputs["logits"].shape[0],
+        baselines=("torch-sample-logits",)),
+)

@@ -1,0 +1,93 @@
+"""Wrong sample-logits kernels, one field bug each (registered in kernels/mutants/__init__.py).
+
+Each is torch-sample-logits (kernels/sample_logits/torch_sample_logits.py) with one piece
+swapped. The filter bugs are the pieces of the logprobs mutants: both families share the
+processed distribution, and so do their bugs. All take (logits, temperature, top_k, top_p,
+seed).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels.logprobs.torch_logprobs import Pieces as Processing
+from kernels.logprobs.torch_logprobs import top_k_keep, top_p_keep
+from kernels.mutants.logprobs_mutants import scale_twice, top_k_exact, top_p_inclusive
+from kernels.sample.torch_race import seeded_generator
+from kernels.sample_logits.torch_sample_logits import Pieces, exponential64, sample_logits_with
+
+
+def _sampled_at_one(x, temperature, sampled):
+    """Greedy rows are not special-cased: their temperature 0 is replaced by 1 upstream."""
+    return sampled
+
+
+def greedy_at_temperature_one(logits, temperature, top_k, top_p, seed):
+    """Rows with temperature 0 sampled at temperature 1 (the guard 't = 0 -> 1' kept, the
+    argmax branch lost)."""
+    return sample_logits_with(logits, temperature, top_k, top_p, seed,
+                              Pieces(greedy=_sampled_at_one))
+
+
+def topk_drops_ties(logits, temperature, top_k, top_p, seed):
+    """Top-k keeps exactly k tokens: those tied with the k-th largest dropped by index."""
+    return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
+        processing=Processing(filters=(top_k_exact, top_p_keep))))
+
+
+def topp_excludes_crossing(logits, temperature, top_k, top_p, seed):
+    """Top-p drops the token whose cumulative probability crosses top_p."""
+    return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
+        processing=Processing(filters=(top_k_keep, top_p_inclusive))))
+
+
+def topp_before_topk(logits, temperature, top_k, top_p, seed):
+    """Top-p applied to the full distribution, then top-k."""
+    return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
+        processing=Processing(filters=(top_p_keep, top_k_keep))))
+
+
+def temperature_twice(logits, temperature, top_k, top_p, seed):
+    """Logits divided by the temperature twice (once by the model runner, once here)."""
+    return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
+        processing=Processing(scale=scale_twice)))
+
+
+def _top_k_plus_one(keys, scaled, keep, top_k, top_p):
+    """The boundary read at index k instead of k - 1: k + 1 tokens kept."""
+    return top_k_keep(keys, scaled, keep, top_k + (top_k > 0).long(), top_p)
+
+
+def topk_off_by_one(logits, temperature, top_k, top_p, seed):
+    """Top-k keeps x >= the (k+1)-th largest: one masked token can be sampled."""
+    return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
+        processing=Processing(filters=(_top_k_plus_one, top_p_keep))))
+
+
+def _float32_floored(shape, device, seed):
+    """q = -log(u), u a 24-bit uniform (midpoints of 2^-24 cells): q >= 3e-8, as CUDA's
+    float32 ``exponential_`` (q >= 2^-24)."""
+    u = torch.rand(shape, generator=seeded_generator(device, seed), device=device)
+    return u.to(torch.float64).add_(2.0**-25).log_().neg_()
+
+
+def fp32_noise_floor(logits, temperature, top_k, top_p, seed):
+    """Float32 exponential noise: tokens below ~1e-8 of the head never win."""
+    return sample_logits_with(logits, temperature, top_k, top_p, seed,
+                              Pieces(noise=_float32_floored))
+
+
+def _one_row_of_noise(shape, device, seed):
+    return exponential64((1, shape[1]), device, seed).expand(shape)
+
+
+def shared_noise(logits, temperature, top_k, top_p, seed):
+    """One noise row broadcast to every row of the batch: identical rows always agree."""
+    return sample_logits_with(logits, temperature, top_k, top_p, seed,
+                              Pieces(noise=_one_row_of_noise))
+
+
+def row_shift(logits, temperature, top_k, top_p, seed):
+    """Row i sampled from row i-1's logits with row i's settings (an off-by-one row
+    pointer)."""
+    return sample_logits_with(logits.roll(1, dims=0), temperature, top_k, top_p, seed)

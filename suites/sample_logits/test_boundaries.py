@@ -1,0 +1,84 @@
+"""The top-k and top-p boundaries of family ``sample-logits``, each carrying real mass.
+
+Small rows (a few live tokens, the rest far below) in which every boundary decision moves
+a large share of the probability, so that a wrong decision is a large deviation:
+
+* top-k landing inside a run of ties: every tied token is kept (k = 3 in 3, 2, 1, 1, 1;
+  k = 7 with the 7th and 8th largest tied);
+* the token that crosses top_p is kept (probabilities 0.5, 0.3, 0.15, 0.05 at top_p 0.7:
+  the 0.3 token's mass before it, 0.5, is < 0.7);
+* top-p on the renormalised top-k set, not on the full row (0.3, 0.2, 0.1, 0.1 and six
+  0.05s: top-k 3 keeps the first four; renormalised, top_p 0.55 keeps two tokens; top-p
+  first would keep the tied 0.1s too);
+* tiny top_p (the head alone), top_p just under 1, and an exact tie straddling top_p (an
+  ambiguous pair, accepted either way);
+* the same rows at temperature 0.7, so the boundaries are found on scaled logits.
+
+Each row is tested by lawtest.py against the reference; the draws are planned for the
+budget's ``boundary_tv``. Alpha: the check's share over its tests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.stats.multiple import bonferroni
+from harness.verdict import Outcome
+from suites.sample_logits.lawtest import TESTS_PER_ROW
+from suites.sample_logits.rows import Rows
+from suites.sample_logits.test_fit import fit_rows, outcome
+
+pytestmark = pytest.mark.family("sample-logits")
+
+VOCAB = 67
+FLOOR = -30.0  # the filler tokens: e^-30 of the head, negligible but kept
+
+
+def row(live: dict[int, float], seed: int) -> np.ndarray:
+    """A row of VOCAB logits: ``live`` {rank: logit} placed at shuffled positions, filler
+    tokens at FLOOR."""
+    x = np.full(VOCAB, FLOOR)
+    slots = np.random.default_rng(seed).permutation(VOCAB)
+    for rank, value in live.items():
+        x[slots[rank]] = value
+    return x
+
+
+def log_probs(*probs: float) -> dict[int, float]:
+    return dict(enumerate(np.log(probs)))
+
+
+def boundary_rows(seed: int, t: float) -> Rows:
+    """The rows above at temperature ``t`` (logits scaled by t, so z is the same row)."""
+    def scaled(live: dict[int, float]) -> dict[int, float]:
+        return {r: t * v for r, v in live.items()}
+
+    three_way = scaled({0: 3.0, 1: 2.0, 2: 1.0, 3: 1.0, 4: 1.0})
+    seventh = scaled(dict(enumerate((2.0, 2.0, 1.0, 1.0, 1.0, 0.5, 0.0, 0.0))))
+    crossing = scaled(log_probs(0.5, 0.3, 0.15, 0.05))
+    renormalised = scaled(log_probs(0.3, 0.2, 0.1, 0.1, *[0.05] * 6))
+    straddle = scaled(log_probs(0.4, 0.3, 0.3))
+    return Rows.of({
+        f"T={t}: top-k 3 inside a 3-way tie": (row(three_way, seed), t, 3, 1.0),
+        f"T={t}: top-k 7, the 7th and 8th tied": (row(seventh, seed + 1), t, 7, 1.0),
+        f"T={t}: top-p 0.7 keeps the crossing token": (row(crossing, seed + 2), t, 0, 0.7),
+        f"T={t}: top-p 0.55 on the renormalised top-k 3": (
+            row(renormalised, seed + 3), t, 3, 0.55),
+        f"T={t}: top-p 1e-3 keeps the head alone": (row(crossing, seed + 4), t, 0, 1e-3),
+        f"T={t}: top-p just under 1": (row(crossing, seed + 5), t, 0, 1.0 - 2.0**-20),
+        f"T={t}: a tie straddling top-p 0.55": (row(straddle, seed + 6), t, 0, 0.55),
+    })
+
+
+def boundaries(ctx) -> Outcome:
+    tables = [boundary_rows(ctx.seed, 1.0), boundary_rows(ctx.seed + 7, 0.7)]
+    alpha = bonferroni(ctx.alpha, TESTS_PER_ROW * sum(t.kinds for t in tables))
+    tv = ctx.budget.boundary_tv
+    results = [r for rows in tables for r in fit_rows(ctx, rows, tv, alpha)]
+    return outcome(ctx, results, alpha, tv)
+
+
+@pytest.mark.statistical
+def test_boundaries(check):
+    check.run(boundaries)
