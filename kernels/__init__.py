@@ -23,6 +23,9 @@ CLEAN: dict[str, dict[str, str]] = {
         "torch-logprobs-gather": "kernels.logprobs.torch_logprobs:logprobs_gather",
         "triton-logprobs": "kernels.logprobs.triton_logprobs:logprobs_triton",
     },
+    "draft-probs": {
+        "torch-draft-probs": "kernels.draft_probs.torch_draft_probs:draft_probs_torch",
+    },
     "sample-logits": {
         "torch-sample-logits": "kernels.sample_logits.torch_sample_logits:sample_logits_torch",
     },

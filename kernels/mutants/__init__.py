@@ -7,6 +7,7 @@ _S = "kernels.mutants.sample_mutants:"
 _R = "kernels.mutants.rejection_mutants:"
 _L = "kernels.mutants.logprobs_mutants:"
 _G = "kernels.mutants.sample_logits_mutants:"
+_D = "kernels.mutants.draft_probs_mutants:"
 
 MUTANTS: dict[str, dict[str, Mutant]] = {
     "sample": {
@@ -159,5 +160,24 @@ MUTANTS: dict[str, dict[str, Mutant]] = {
         "shared-noise": Mutant(
             _G + "shared_noise", ("independence",), "quick",
             "one noise row broadcast to every row: identical rows always agree"),
+    },
+    "draft-probs": {
+        "cached-order": Mutant(
+            _D + "cached_order", ("curated", "generated"), "quick",
+            "draft probabilities handed over in the cache's order, not the batch's "
+            "(vLLM PR 40269)"),
+        "stops-at-zero-drafts": Mutant(
+            _D + "stops_at_zero_drafts", ("curated", "generated"), "quick",
+            "the hand-over stops at the first request with no drafts"),
+        "zeros-for-missing": Mutant(
+            _D + "zeros_for_missing", ("curated", "generated"), "quick",
+            "a request missing from the cache gets rows of zeros instead of the None "
+            "fallback"),
+        "slices-all-slots": Mutant(
+            _D + "slices_all_slots", ("curated", "generated"), "quick",
+            "K cached rows handed over per request, not its n drafts"),
+        "empty-not-none": Mutant(
+            _D + "empty_not_none", ("curated", "generated"), "quick",
+            "an empty [0, V] tensor instead of None when no request has drafts"),
     },
 }

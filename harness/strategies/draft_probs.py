@@ -1,0 +1,50 @@
+"""Hypothesis strategies for family ``draft-probs``: caches and the batches that read them.
+
+Composed from small named pieces: request ids (distinct), a cache of R requests with K
+drafts each (or none), and a batch that reorders cached requests, adds new ones the cache
+has never seen, and gives any of them zero drafts. A batch is a dict of the contract's
+inputs on the CPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from hypothesis import strategies as st
+
+from harness.strategies.probs import row_seeds
+
+
+def request_ids(count: int, prefix: str = "req") -> st.SearchStrategy[list[str]]:
+    """``count`` distinct ids, in no particular order."""
+    return st.permutations([f"{prefix}-{i}" for i in range(count)])
+
+
+def draft_counts(size: int, slots: int) -> st.SearchStrategy[list[int]]:
+    """Per request 0..K drafts, zeros anywhere; sometimes all zero (T = 0)."""
+    return st.one_of(st.just([0] * size),
+                     st.lists(st.integers(0, slots), min_size=size, max_size=size))
+
+
+@st.composite
+def cached_probs(draw, requests: int, slots: int, vocab: int) -> torch.Tensor:
+    """float32 [R, K, V] rows of distinct random laws (every row tells its origin apart)."""
+    rng = draw(row_seeds())
+    probs = rng.random((requests, slots, vocab)).astype(np.float32) + 1e-3
+    return torch.as_tensor(probs / probs.sum(axis=2, keepdims=True))
+
+
+@st.composite
+def handover_batches(draw, max_vocab: int) -> dict:
+    """A cache (R from 0 to 6 requests, K from 1 to 8, or no cache) and a batch: a reordered
+    subset of the cached requests, plus new ones; R != B in general; B may be 0."""
+    slots, vocab = draw(st.integers(1, 8)), draw(st.integers(1, max_vocab))
+    cached = draw(request_ids(draw(st.integers(0, 6))))
+    kept = draw(st.lists(st.sampled_from(cached), unique=True)) if cached else []
+    fresh = draw(st.lists(st.sampled_from([f"new-{i}" for i in range(3)]), unique=True,
+                          max_size=2)) if draw(st.booleans()) else []
+    batch = draw(st.permutations(kept + fresh))
+    probs = draw(cached_probs(len(cached), slots, vocab)) if draw(
+        st.integers(0, 9)) else None
+    return {"cached_probs": probs, "cached_req_ids": cached, "batch_req_ids": list(batch),
+            "num_draft_tokens": draw(draft_counts(len(batch), slots))}

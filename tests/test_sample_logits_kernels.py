@@ -1,0 +1,81 @@
+"""Family ``sample-logits``: the kernels against the float64 reference of the processed law,
+on small batches (the harness's own checks measure them statistically)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from harness.errors import KernelFailure
+from harness.families.sample_logits import validate_ids
+from kernels.sample_logits.torch_sample_logits import sample_logits_torch
+from reference.processed import process
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+KERNELS = {"torch": sample_logits_torch}
+try:
+    from kernels.sample_logits.triton_sample_logits import sample_logits_triton
+    KERNELS["triton"] = sample_logits_triton
+except ImportError:  # pragma: no cover - while the Triton kernel is not there
+    pass
+
+
+def batch(x, t, k, p, dtype=torch.float32) -> dict:
+    return {"logits": torch.as_tensor(np.asarray(x, np.float64)).to(dtype).to(DEVICE),
+            "temperature": torch.as_tensor(t, dtype=torch.float32, device=DEVICE),
+            "top_k": torch.as_tensor(k, dtype=torch.int64, device=DEVICE),
+            "top_p": torch.as_tensor(p, dtype=torch.float32, device=DEVICE)}
+
+
+def boundary_batch() -> dict:
+    """Ties at the top-k boundary, the top-p crossing token, -inf entries, a greedy row with
+    a tie at the maximum, k = V, k = V - 1, top_p just under 1."""
+    v = 12
+    ties = [3.0, 2.0, 1.0, 1.0, 1.0] + [-1.0] * (v - 5)
+    crossing = list(np.log([0.5, 0.3, 0.15, 0.05])) + [-20.0] * (v - 4)
+    masked = [0.0, -np.inf] * (v // 2)
+    greedy = [1.0, 5.0, 2.0, 5.0] + [0.0] * (v - 4)
+    rows = [ties, crossing, masked, greedy, ties, crossing]
+    return batch(rows, [1.0, 1.0, 0.7, 0.0, 1.3, 1.0], [3, 0, v, 2, v - 1, 0],
+                 [1.0, 0.7, 0.9, 0.1, 1.0, 1.0 - 2.0**-20])
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_draws_stay_in_the_kept_set_and_reach_every_surely_kept_token(name, dtype):
+    inputs = batch(boundary_batch()["logits"].cpu().double().numpy(), *(
+        boundary_batch()[key].cpu() for key in ("temperature", "top_k", "top_p")), dtype=dtype)
+    proc = process(inputs["logits"].cpu(), inputs["temperature"].cpu(), inputs["top_k"].cpu(),
+                   inputs["top_p"].cpu())
+    repeat = 64
+    tiled = {key: value.repeat(repeat, *([1] * (value.dim() - 1)))
+             for key, value in inputs.items()}
+    seen = np.zeros(proc.kept.shape, bool)
+    for seed in range(4):
+        ids = validate_ids(KERNELS[name](**tiled, seed=seed), tiled).cpu().numpy()
+        rows = np.arange(ids.size) % proc.kept.shape[0]
+        assert proc.possible[rows, ids].all(), "a masked token was drawn"
+        seen[rows, ids] = True
+    sampled = ~proc.greedy
+    assert (seen[sampled] >= proc.certain[sampled]).all(), "a surely kept token never drawn"
+    assert seen[3].sum() == 1 and seen[3, 1], "greedy row: the lowest tied argmax"
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_same_seed_same_ids_other_seed_other_ids(name):
+    inputs = batch(np.zeros((256, 40)), np.ones(256), np.zeros(256), np.ones(256))
+    fn = KERNELS[name]
+    first = fn(**inputs, seed=7)
+    assert torch.equal(first, fn(**inputs, seed=7))
+    assert not torch.equal(first, fn(**inputs, seed=8))
+
+
+def test_the_validator_names_a_greedy_row_that_is_not_the_argmax():
+    inputs = boundary_batch()
+    ids = torch.zeros(6, dtype=torch.int64, device=DEVICE)
+    with pytest.raises(KernelFailure, match="greedy row 3"):
+        validate_ids(ids, inputs)
+    ids[2] = 1  # a -inf logit
+    with pytest.raises(KernelFailure, match="-inf"):
+        validate_ids(ids, inputs)
