@@ -58,6 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--shape", action="append", default=[], metavar="SHAPE",
                        help="sample: BxV; rejection: BxKxV; logprobs: BxVxK (repeatable)")
     bench.add_argument("--report-dir", default=None)
+    from harness.simulate import add_arguments
+    add_arguments(sub.add_parser("simulate", help="run the speculative-decoding engine"))
     return parser
 
 
@@ -129,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
             from harness.bench import run_bench
             return run_bench(args.family, args.kernel, args.device, args.shape,
                              _report_dir(args.report_dir))
+        if args.command == "simulate":
+            from harness.simulate import run_simulate
+            return run_simulate(args, _report_dir(args.report_dir))
         return run_check(args)
     except HarnessError as exc:
         print(f"sampling-harness: error: {exc}", file=sys.stderr)

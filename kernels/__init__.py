@@ -26,6 +26,9 @@ CLEAN: dict[str, dict[str, str]] = {
     "draft-probs": {
         "torch-draft-probs": "kernels.draft_probs.torch_draft_probs:draft_probs_torch",
     },
+    "spec-decode": {
+        "torch-proposer": "kernels.spec_decode.torch_proposer:propose",
+    },
     "sample-logits": {
         "torch-sample-logits": "kernels.sample_logits.torch_sample_logits:sample_logits_torch",
     },

@@ -8,6 +8,7 @@ _R = "kernels.mutants.rejection_mutants:"
 _L = "kernels.mutants.logprobs_mutants:"
 _G = "kernels.mutants.sample_logits_mutants:"
 _D = "kernels.mutants.draft_probs_mutants:"
+_P = "kernels.mutants.spec_decode_mutants:"
 
 MUTANTS: dict[str, dict[str, Mutant]] = {
     "sample": {
@@ -179,5 +180,19 @@ MUTANTS: dict[str, dict[str, Mutant]] = {
         "empty-not-none": Mutant(
             _D + "empty_not_none", ("curated", "generated"), "quick",
             "an empty [0, V] tensor instead of None when no request has drafts"),
+    },
+    "spec-decode": {
+        "stale-drafts": Mutant(
+            _P + "stale_drafts", ("tme", "length"), "quick",
+            "a request too close to max_model_len to draft keeps its stale drafts, which are "
+            "verified past the limit: garbage logprobs (vLLM PR 38711, TME ~1.4e11)"),
+        "probs-dropped": Mutant(
+            _P + "probs_dropped", ("acceptance",), "quick",
+            "draft probabilities never handed to the rejection sampler: q taken one-hot, "
+            "acceptance p(d) instead of min(1, p/q) (vLLM PR 40269)"),
+        "cached-order": Mutant(
+            _P + "cached_order", ("law", "acceptance"), "quick",
+            "draft probabilities cached in another order than the drafts: the rejection "
+            "sampler verifies each draft against another request's law"),
     },
 }

@@ -1,0 +1,40 @@
+"""Wrong proposer steps, one field bug each (registered in kernels/mutants/__init__.py).
+All take the ``spec-decode`` contract's arguments (draft_table, context, token_ids,
+previous_drafts, num_spec_tokens, max_model_len, lookahead, seed)."""
+
+from __future__ import annotations
+
+from kernels.spec_decode.torch_proposer import draw_drafts, has_room
+
+
+def stale_drafts(draft_table, context, token_ids, previous_drafts, num_spec_tokens,
+                 max_model_len, lookahead, seed):
+    """A request without room keeps the drafts it just had verified (and zero laws): stale
+    drafts are verified past max_model_len (vLLM PR 38711)."""
+    drafts, probs = draw_drafts(draft_table, context, token_ids, num_spec_tokens, seed)
+    for r, seq in enumerate(token_ids):
+        if not has_room(len(seq), lookahead, num_spec_tokens, max_model_len):
+            drafts[r] = list(previous_drafts[r])
+            probs[r] = 0.0
+    return drafts, probs
+
+
+def probs_dropped(draft_table, context, token_ids, previous_drafts, num_spec_tokens,
+                  max_model_len, lookahead, seed):
+    """The drafts are proposed but their laws never cached: the rejection sampler gets None
+    and takes q one-hot (vLLM PR 40269: acceptance fell from ~0.45 to ~0.22)."""
+    drafts, _ = draw_drafts(draft_table, context, token_ids, num_spec_tokens, seed)
+    return [d if has_room(len(s), lookahead, num_spec_tokens, max_model_len) else []
+            for d, s in zip(drafts, token_ids, strict=True)], None
+
+
+def cached_order(draft_table, context, token_ids, previous_drafts, num_spec_tokens,
+                 max_model_len, lookahead, seed):
+    """The cache rows written in request order of the cache (sorted by sequence) while
+    the drafts keep the batch order: the laws reach the rejection sampler in cached order."""
+    drafts, probs = draw_drafts(draft_table, context, token_ids, num_spec_tokens, seed)
+    for r, seq in enumerate(token_ids):
+        if not has_room(len(seq), lookahead, num_spec_tokens, max_model_len):
+            drafts[r] = []
+    order = sorted(range(len(token_ids)), key=lambda r: token_ids[r])
+    return drafts, probs[order]
