@@ -31,6 +31,8 @@ CLEAN: dict[str, dict[str, str]] = {
     },
     "sample-logits": {
         "torch-sample-logits": "kernels.sample_logits.torch_sample_logits:sample_logits_torch",
+        "triton-sample-logits":
+            "kernels.sample_logits.triton_filtered_race:sample_logits_triton",
     },
 }
 

@@ -10,15 +10,12 @@ import torch
 from harness.errors import KernelFailure
 from harness.families.sample_logits import validate_ids
 from kernels.sample_logits.torch_sample_logits import sample_logits_torch
+from kernels.sample_logits.triton_filtered_race import sample_logits_triton
 from reference.processed import process
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 KERNELS = {"torch": sample_logits_torch}
-try:
-    from kernels.sample_logits.triton_sample_logits import sample_logits_triton
-    KERNELS["triton"] = sample_logits_triton
-except ImportError:  # pragma: no cover - while the Triton kernel is not there
-    pass
+KERNELS["triton"] = sample_logits_triton
 
 
 def batch(x, t, k, p, dtype=torch.float32) -> dict:
@@ -79,3 +76,20 @@ def test_the_validator_names_a_greedy_row_that_is_not_the_argmax():
     ids[2] = 1  # a -inf logit
     with pytest.raises(KernelFailure, match="-inf"):
         validate_ids(ids, inputs)
+
+
+def test_triton_candidate_and_full_row_races_draw_the_same_ids(monkeypatch):
+    """The noise is keyed by (row, column): with top-k resolved among the candidates, or
+    forced through the full-row race (KMAX = 0: the sort-based threshold), the same kept set
+    gives the same winner."""
+    import kernels.sample_logits.triton_filtered_race as race
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(16, 300, generator=g) * 2
+    inputs = batch(x.double().numpy(), [0.8] * 8 + [1.3] * 8, [5, 20, 1, 50] * 4,
+                   [1.0, 0.9, 0.5, 0.95] * 4)
+    fast = race.sample_logits_triton(**inputs, seed=3)
+    monkeypatch.setattr(race, "KMAX", 0)
+    before = race.sample_logits_triton.sorted_rows
+    slow = race.sample_logits_triton(**inputs, seed=3)
+    assert race.sample_logits_triton.sorted_rows == before + 16
+    assert torch.equal(fast, slow)

@@ -51,7 +51,7 @@ MUTANTS: dict[str, dict[str, Mutant]] = {
             "draft: d accepted with probability p(d), not min(1, p/q) (vLLM PR 40269: "
             "acceptance fell from ~0.45 to ~0.22)"),
         "shared-uniform": Mutant(
-            _R + "shared_uniform", ("joint", "fixed_drafts", "law_generated"),
+            _R + "shared_uniform", ("joint", "fixed_drafts"),
             "quick",
             "one uniform serves the accept test and the residual draw: the recovered token "
             "is the residual's inverse CDF at the very u that rejected (u >= p/q), so only "

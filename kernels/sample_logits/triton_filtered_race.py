@@ -1,0 +1,307 @@
+"""triton-sample-logits: temperature, top-k and top-p with no full sort, then an exact race.
+
+Top-k and top-p each keep a set {x >= c} of the row (ties with the boundary kept), so one
+threshold c per row describes the processed row; the draw is then an exponential race over
+the kept tokens in log space: token = argmax_{x_j >= c} (x_j / T - log q_j), q_j ~ Exp(1)
+(Gumbel-max with exact exponentials; no row max, no softmax in memory).
+
+Noise: q_j of row r, column j comes from the Philox counter r V + j (seed = the call's seed):
+word 0 folded to its distance from the nearer end of (0, 1), word 1 refining it where it is
+within 2^-20 of an end, as in triton-exact (kernels/sample/triton_race.py): q resolves down
+to 2^-65, so tokens 1e-10 below the head win at their rate. The noise depends on (row,
+column) alone, so the two races below draw the same winner from the same kept set.
+
+Which rows take which path:
+
+* temperature 0: the argmax of the logits (torch, the first maximal index);
+* top-k active with k <= KMAX: ``_group_max`` reads the row once and keeps the max of each
+  group of S columns (S a power of two, about V / GROUPS). The k + 1 largest entries of the
+  row lie in the k + 1 groups of largest max, so ``torch.topk`` (a selection) over those
+  groups' (k + 1) S entries gives them. If the (k + 1)-th is below the k-th, every entry
+  >= the k-th, ties included, is among them: top-p runs on those few candidates (float64)
+  and ``_candidate_race`` races them. Nothing else reads the row;
+* no top-k, top-p < 1: the candidates are the TOP_P_CANDIDATES largest; if their mass
+  (under a full-row logsumexp) reaches top_p, the threshold is the last token kept there;
+* no filter: c = -inf;
+* every other row (k > KMAX, a top-p set larger than TOP_P_CANDIDATES tokens, boundary ties
+  running past the candidates): the sort-based threshold of torch-logprobs, for those rows
+  only (``sorted_rows`` counts them);
+* all but the candidate rows: ``_row_race`` over the whole row with threshold c.
+"""
+
+import functools
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.logprobs.torch_logprobs import kept_entries
+from kernels.sample.triton_race import REFINE_BELOW, exponential, fold
+
+INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+KMAX, TOP_P_CANDIDATES, GROUPS = 1024, 256, 1024
+CPU_TILE = 2**18                       # elements per program in the interpreter
+GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM = 2048, 4, 4
+NEG_INF = float("-inf")
+
+
+@triton.jit
+def log_noise(seed, rows, cols, V):
+    """log q for each (row, column): Philox counter row V + column, exact-tail exponential."""
+    counter = rows.to(tl.int64) * V + cols
+    word, refine, _, _ = tl.randint4x(seed, counter)
+    upper, x_int = fold(word)
+    tail = tl.where(x_int < REFINE_BELOW, (refine.to(tl.float32) + 0.5) * 2.3283064365386963e-10,
+                    0.5)
+    return tl.log(exponential(upper, x_int, tail))
+
+
+@triton.jit
+def scores(x, cutoff, t, seed, rows, cols, V):
+    """x / T - log q where x >= c (and finite), -inf elsewhere (never NaN)."""
+    kept = (x >= cutoff) & (x > float("-inf"))
+    z = tl.where(kept, x, 0.0) / t
+    return tl.where(kept, z - log_noise(seed, rows, cols, V), float("-inf"))
+
+
+@triton.jit(do_not_specialize=["seed"])
+def _row_race(logits_ptr, rows_ptr, cutoff_ptr, temp_ptr, best_ptr, col_ptr, seed, R, V,
+              stride, per_split, BLOCK_R: tl.constexpr, BLOCK: tl.constexpr):
+    """Programs (row block, split): the best score and its column over the split's columns.
+    Memory traffic: the logits read once (2 or 4 B per entry); 8 B per (row, split) written."""
+    i = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    ok = i < R
+    rows = tl.load(rows_ptr + i, mask=ok, other=0)
+    cutoff = tl.load(cutoff_ptr + i, mask=ok, other=float("inf"))[:, None]
+    t = tl.load(temp_ptr + i, mask=ok, other=1.0)[:, None]
+    first = tl.program_id(1) * per_split
+    best = tl.full([BLOCK_R], float("-inf"), tl.float32)
+    best_col = tl.zeros([BLOCK_R], tl.int64) + first
+    for start in range(first, tl.minimum(first + per_split, V), BLOCK):
+        cols = start + tl.arange(0, BLOCK)[None, :]
+        mask = ok[:, None] & (cols < V)
+        x = tl.load(logits_ptr + rows.to(tl.int64)[:, None] * stride + cols, mask=mask,
+                    other=float("-inf")).to(tl.float32)
+        s = scores(x, cutoff, t, seed, rows[:, None], cols, V)
+        top, arg = tl.max(s, axis=1, return_indices=True, return_indices_tie_break_left=True)
+        better = top > best
+        best = tl.where(better, top, best)
+        best_col = tl.where(better, arg.to(tl.int64) + start, best_col)
+    out = tl.program_id(1) * R + i
+    tl.store(best_ptr + out, best, mask=ok)
+    tl.store(col_ptr + out, best_col, mask=ok)
+
+
+@triton.jit
+def _group_max(logits_ptr, out_ptr, B, V, stride, G, BLOCK_R: tl.constexpr,
+               BLOCK_G: tl.constexpr, S: tl.constexpr):
+    """Programs (row block, group block): the max of each group of S columns (-inf past V).
+    Memory traffic: the logits read once (2 or 4 B per entry); 4 B per group written."""
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    groups = tl.program_id(1) * BLOCK_G + tl.arange(0, BLOCK_G)
+    cols = groups[None, :, None] * S + tl.arange(0, S)[None, None, :]
+    ok = (rows < B)[:, None, None] & (cols < V)
+    x = tl.load(logits_ptr + rows.to(tl.int64)[:, None, None] * stride + cols, mask=ok,
+                other=float("-inf")).to(tl.float32)
+    out = rows.to(tl.int64)[:, None] * G + groups[None, :]
+    tl.store(out_ptr + out, tl.max(x, axis=2), mask=(rows < B)[:, None] & (groups < G)[None, :])
+
+
+@triton.jit(do_not_specialize=["seed"])
+def _candidate_race(vals_ptr, cols_ptr, rows_ptr, cutoff_ptr, temp_ptr, out_ptr, seed, R, V,
+                    C, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """Each program: BLOCK_R rows of C candidates (value, column): the winning column.
+    Memory traffic: 12 B per candidate read, 8 B per row written."""
+    i = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    ok = i < R
+    j = tl.arange(0, BLOCK_C)[None, :]
+    mask = ok[:, None] & (j < C)
+    x = tl.load(vals_ptr + i[:, None] * C + j, mask=mask, other=float("-inf"))
+    cols = tl.load(cols_ptr + i[:, None] * C + j, mask=mask, other=0)
+    rows = tl.load(rows_ptr + i, mask=ok, other=0)[:, None]
+    cutoff = tl.load(cutoff_ptr + i, mask=ok, other=float("inf"))[:, None]
+    t = tl.load(temp_ptr + i, mask=ok, other=1.0)[:, None]
+    s = scores(x, cutoff, t, seed, rows, cols, V)
+    _, arg = tl.max(s, axis=1, return_indices=True, return_indices_tie_break_left=True)
+    winner = tl.sum(tl.where(j == arg[:, None], cols, 0), axis=1)
+    tl.store(out_ptr + i, winner, mask=ok)
+
+
+def top_p_cutoff(vals: torch.Tensor, keep: torch.Tensor, temperature: torch.Tensor,
+                 top_p: torch.Tensor, total: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(c, reached) over candidates ``vals`` [R, C] sorted descending, the first the row's
+    largest kept value; ``keep`` marks the candidates top-p runs on, ``total`` [R] float64
+    the mass of that whole set relative to the first. c = the value of the last candidate
+    whose exclusive cumulative probability is < top_p (the first always kept), in float64
+    from the float32 quotients x / T; reached: the candidates' mass reaches top_p, so no
+    token outside them is kept."""
+    z = (vals / temperature[:, None]).to(torch.float64)
+    w = torch.where(keep, torch.exp(z - z[:, :1]), 0.0)
+    before = torch.cumsum(w, dim=1) - w
+    bound = top_p.to(torch.float64)[:, None] * total[:, None]
+    first = torch.arange(vals.shape[1], device=vals.device)[None, :] == 0
+    inside = keep & ((before < bound) | first)
+    cutoff = torch.where(inside, vals, float("inf")).amin(dim=1)
+    return cutoff, w.sum(dim=1) >= bound[:, 0]
+
+
+@functools.cache
+def _multiprocessors(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _launch(rows: int, vocab: int, device: torch.device):
+    """(BLOCK_R, BLOCK, splits): the interpreter gets few programs with large tiles."""
+    if INTERPRET or device.type != "cuda":
+        block = min(4096, triton.next_power_of_2(vocab))
+        return max(1, min(triton.next_power_of_2(rows), CPU_TILE // block)), block, 1
+    sms = _multiprocessors(device)
+    splits = max(1, min(triton.cdiv(vocab, GPU_BLOCK), GPU_PROGRAMS_PER_SM * sms // rows))
+    return 1, GPU_BLOCK, splits
+
+
+def row_race(logits, rows, cutoff, temperature, seed) -> torch.Tensor:
+    """int64 winners of ``_row_race`` for the batch rows ``rows`` (int64 [R])."""
+    count, vocab = rows.numel(), logits.shape[1]
+    block_r, block, splits = _launch(count, vocab, logits.device)
+    per_split = triton.cdiv(triton.cdiv(vocab, splits), block) * block
+    splits = triton.cdiv(vocab, per_split)
+    best = torch.empty((splits, count), dtype=torch.float32, device=logits.device)
+    cols = torch.empty((splits, count), dtype=torch.int64, device=logits.device)
+    _row_race[(triton.cdiv(count, block_r), splits)](
+        logits, rows, cutoff, temperature, best, cols, seed, count, vocab, logits.stride(0),
+        per_split, BLOCK_R=block_r, BLOCK=block, num_warps=GPU_WARPS)
+    return cols.gather(0, best.argmax(dim=0, keepdim=True))[0]
+
+
+def candidate_race(vals, cols, rows, cutoff, temperature, vocab, seed) -> torch.Tensor:
+    count, width = vals.shape
+    block_c = triton.next_power_of_2(width)
+    block_r = max(1, min(triton.next_power_of_2(count), CPU_TILE // block_c))
+    if not INTERPRET and vals.device.type == "cuda":
+        block_r = 1
+    out = torch.empty(count, dtype=torch.int64, device=vals.device)
+    _candidate_race[(triton.cdiv(count, block_r),)](
+        vals.contiguous(), cols.contiguous(), rows, cutoff, temperature, out, seed, count, vocab,
+        width, BLOCK_R=block_r, BLOCK_C=block_c)
+    return out
+
+
+def group_width(vocab: int) -> int:
+    """S: a power of two near V / GROUPS."""
+    return triton.next_power_of_2(triton.cdiv(vocab, GROUPS))
+
+
+def group_maxima(logits: torch.Tensor) -> torch.Tensor:
+    """float32 [B, G]: the max of each group of S columns."""
+    batch, vocab = logits.shape
+    width = group_width(vocab)
+    count = triton.cdiv(vocab, width)
+    out = torch.empty((batch, count), dtype=torch.float32, device=logits.device)
+    if INTERPRET or logits.device.type != "cuda":
+        block_g = min(triton.next_power_of_2(count), max(1, CPU_TILE // width))
+        block_r = max(1, min(triton.next_power_of_2(batch), CPU_TILE // (block_g * width)))
+    else:
+        block_r, block_g = 1, max(1, 2048 // width)
+    _group_max[(triton.cdiv(batch, block_r), triton.cdiv(count, block_g))](
+        logits, out, batch, vocab, logits.stride(0), count, BLOCK_R=block_r, BLOCK_G=block_g,
+        S=width)
+    return out
+
+
+def largest(logits: torch.Tensor, x: torch.Tensor, count: int):
+    """(values [B, C], columns [B, C]) of the C = ``count`` largest entries of each row
+    (fewer where V is smaller), descending: a selection among the groups of largest max."""
+    vocab = x.shape[1]
+    width = group_width(vocab)
+    maxima = group_maxima(logits)
+    groups = torch.topk(maxima, min(count, maxima.shape[1]), dim=1).indices
+    cols = (groups[:, :, None] * width + torch.arange(width, device=x.device)).flatten(1)
+    vals = torch.where(cols < vocab, x.gather(1, cols.clamp(max=vocab - 1)), NEG_INF)
+    top, at = torch.topk(vals, min(count, vals.shape[1]), dim=1)
+    return top, cols.gather(1, at)
+
+
+def top_k_race(logits, x, sampled, top_k, top_p, temperature, kmax, seed):
+    """(ids [B], resolved [B]) of the rows with 0 < k <= KMAX whose top-k set lies among the
+    k + 1 largest (every row is raced; ``resolved`` says whose result stands)."""
+    vocab = x.shape[1]
+    vals, cols = largest(logits, x, kmax + 1)
+    k = top_k.clamp(1, vals.shape[1])
+    kth = vals.gather(1, (k - 1)[:, None])
+    active = sampled & (top_k > 0) & (top_k <= min(KMAX, vocab - 1))
+    resolved = active & ((vals.shape[1] >= vocab) | (vals[:, -1:] < kth)[:, 0])
+    keep = vals >= kth
+    z = (vals / temperature.clamp_min(1e-30)[:, None]).to(torch.float64)
+    total = torch.where(keep, torch.exp(z - z[:, :1]), 0.0).sum(dim=1)
+    cutoff, _ = top_p_cutoff(vals, keep, temperature.clamp_min(1e-30), top_p, total)
+    cutoff = torch.where(top_p >= 1, kth[:, 0], cutoff)
+    rows = torch.arange(x.shape[0], device=x.device)
+    return candidate_race(vals, cols, rows, cutoff, temperature.clamp_min(1e-30), vocab,
+                          seed), resolved
+
+
+def top_p_thresholds(x: torch.Tensor, top_p: torch.Tensor, temperature: torch.Tensor):
+    """For rows ``x`` [R, V] with top-p alone: (c [R], reached [R]) from the
+    TOP_P_CANDIDATES largest, normalised by a full-row sum of exp(z - max z) in float64."""
+    vals, _ = torch.topk(x, min(x.shape[1], TOP_P_CANDIDATES), dim=1)
+    z = x / temperature[:, None]
+    top = vals[:, :1] / temperature[:, None]
+    total = torch.exp((z - top).to(torch.float64)).sum(dim=1)
+    return top_p_cutoff(vals, vals > NEG_INF, temperature, top_p, total)
+
+
+def sorted_thresholds(x, temperature, top_k, top_p) -> torch.Tensor:
+    """The fallback for rows ``x`` [R, V]: torch-logprobs' sort-based kept set, as c."""
+    _, keep = kept_entries(x, temperature, top_k, top_p)
+    return torch.where(keep, x, float("inf")).amin(dim=1)
+
+
+def row_cutoffs(x, t, k, p) -> torch.Tensor:
+    """c for rows ``x`` [R, V] the full-row race takes: -inf with no filter, the
+    candidates' top-p threshold, or the sort-based fallback (counted in ``sorted_rows``)."""
+    vocab = x.shape[1]
+    cutoff = torch.full((x.shape[0],), NEG_INF, device=x.device)
+    unresolved = (k > 0) & (k < vocab)
+    alone = (~unresolved & (p < 1)).nonzero()[:, 0]
+    if alone.numel():
+        c, reached = top_p_thresholds(x[alone], p[alone], t[alone])
+        cutoff[alone] = c
+        unresolved[alone[~reached]] = True
+    slow = unresolved.nonzero()[:, 0]
+    sample_logits_triton.sorted_rows += slow.numel()
+    if slow.numel():
+        cutoff[slow] = sorted_thresholds(x[slow], t[slow], k[slow], p[slow])
+    return cutoff.contiguous()
+
+
+def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,
+                         top_p: torch.Tensor, seed: int) -> torch.Tensor:
+    """Family ``sample-logits``: one token id per row, as int64 [B] (paths: module doc)."""
+    if logits.dim() != 2 or logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise ValueError(f"logits must be float32, bfloat16 or float16 [B, V], got "
+                         f"{logits.dtype} {tuple(logits.shape)}")
+    batch, vocab = logits.shape
+    logits = logits.contiguous()
+    x = logits.to(torch.float32)
+    t = temperature.to(torch.float32)
+    k, p = top_k.to(torch.int64), top_p.to(torch.float32)
+    ids = x.argmax(dim=1)                                    # greedy rows (t == 0)
+    sampled = t > 0
+    resolved = torch.zeros_like(sampled)
+    small_k = sampled & (k > 0) & (k <= min(KMAX, vocab - 1))
+    kmax = int(torch.where(small_k, k, 0).max()) if batch else 0
+    if kmax:
+        won, resolved = top_k_race(logits, x, sampled, k, p, t, kmax, seed)
+        ids = torch.where(resolved, won, ids)
+    full = sampled & ~resolved
+    if bool(full.any()):
+        rows = full.nonzero()[:, 0]
+        cutoff = row_cutoffs(x[rows], t[rows], k[rows], p[rows])
+        ids[rows] = row_race(logits, rows, cutoff, t[rows].contiguous(), seed)
+    return ids
+
+
+
+sample_logits_triton.sorted_rows = 0   # rows that took the sort fallback, over all calls
