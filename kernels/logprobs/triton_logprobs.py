@@ -1,25 +1,43 @@
-"""triton-logprobs: the values and ranks of requested token ids in one fused pass over the row.
+"""triton-logprobs: the values and ranks of requested token ids in one pass over the logits.
 
-For each row, with a threshold c and a temperature t (raw modes: c = -inf, t = 1):
-key_j = x_j where x_j >= c, else -inf; z_j = key_j / t. One pass over the row in chunks keeps
-the online max m and sum-exp s of z (s <- s e^(m_old - m_new) + sum e^(z - m_new), the shift
-taken as 0 while m = -inf so that no NaN arises), and counts, for each of the K requested ids,
-#{j : key_j >= key_id}. The values are z_id (logits modes) or z_id - (m + log s) (logprobs
-modes), -inf at padding; the count is the rank (x -> x - lse and x -> x / t are increasing,
-so it is the count on the mode's exact values, with no second pass).
+Per row, with a threshold c and a temperature t (raw modes: c = -inf, t = 1): key_j = x_j
+where x_j >= c, else -inf; z_j = key_j / t. Values: z_id (logits modes) or z_id - (m + log s),
+m = max z, s = sum e^(z - m) (logprobs modes); -inf at padding. Rank: #{j : key_j >= key_id},
+ties counted (x -> x - lse and x -> x / t are increasing: the count on the mode's values).
 
-Processed modes: top-k and top-p each keep a set {x >= c} of the row, so together they are
-one threshold c per row, computed in torch from the kept set of torch-logprobs (a sort for
-the top-k boundary and the top-p cumulative sum); the fused pass then applies it on the fly.
+Kernel 1, grid (row blocks, S): program (r, p) folds columns [p C, (p + 1) C) of its rows
+(C a multiple of BLOCK) into per-lane state: max and sum-exp (one exponential per element,
+e^-|z - m|, which rescales s when z is the new max, else is z's term; m starts at the lowest
+finite float: no -inf - -inf, and -inf adds 0) and per id a float32 count of key >= key_id;
+then (m, s) go to a workspace [2, S, B], counts to [S, B, K], split 0's keys to [B, K].
+Kernel 2, 32 rows per program: merges the S partials into lse and the counts into ranks.
+Processed modes: top-k and top-p each keep a set {x >= c}, so together one threshold c per
+row, computed in torch from torch-logprobs' kept set and applied on the fly.
 
-Memory traffic: the logits read once (2 or 4 B V bytes), the ids and their K values
-gathered (8 B K + 4 B K bytes, 2 B K for 16-bit logits), values and ranks written (12 B K
-bytes). Processed modes add the torch threshold (a sort and a float64 cumulative sum of
-[B, V]).
+Memory traffic: the logits read once (4 or 2 B V per row); per split the ids and their
+logits gathered (12 or 10 B K, L2 hits after the first); workspaces of 8 S + 4 S K + 4 K
+bytes per row written and read once; values and ranks written (12 B K). Processed modes add
+the torch threshold (a sort and a float64 cumulative sum of [B, V]).
+
+GPU launch: one row per program, rows split into S chunks for GPU_PROGRAMS_PER_SM programs
+per SM (one program per row left 100 of 132 SMs idle at B = 32); two launches in raw modes.
+H100 budget: at the floor (~3 TB/s, ~1.75 GHz) an SM gets ~3.2 float32 elements per clock
+and issues 128 lane-instructions per clock, 64 on the ALU pipe: ~40 per element, ~20 ALU.
+Ranks cost a compare and an add per (element, id): the K ids, not the bytes, bound this
+kernel. So: K in exact power-of-two groups (21 = 16 + 4 + 1, not 32 compares); float32
+counts (compare-select is one ALU FSET.BF, the add runs on the FMA pipe; int32 counts or
+order-preserving int32 keys keep both on the ALU); a thread's 4 adjacent compares summed in
+registers (no shuffles, 4x fewer accumulators); exp2 (ex2.approx.ftz: no denormal fix-ups);
+masks only in a row's last block; the next block loaded before this one is folded. sm_90
+SASS (triton 3.6 and 3.9, fp32, K = 21, BLOCK 2048, 8 warps): 52.5 instructions per element,
+80 registers: issue-bound near 75% of the floor.
 """
 
+import contextlib
+import functools
 import os
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -28,86 +46,199 @@ from kernels.logprobs.torch_logprobs import kept_entries
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
-GPU_BLOCK, GPU_WARPS = 2048, 8          # one row per program on the GPU (not yet swept)
-CPU_TILE = 2**20                        # elements of the [rows, K, BLOCK] rank tile per program
+GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM = 2048, 8, 4   # BLOCK >= 128 warps; swept by
+# scripts/sweep_logprobs.py
+SPLITS = None                           # forces S, the splits of a row, when set
+CPU_BLOCK, CPU_TILE = 4096, 2**20       # CPU: columns per block; a program's rows K BLOCK
+FINISH_ROWS = 32                        # rows per program of kernel 2
+LOWEST = tl.constexpr(-3.4028234663852886e38)   # the lowest finite float32
+LOG2E = tl.constexpr(1.4426950408889634)
 
 
 @triton.jit
-def masked_keys(x, cutoff):
-    """x where x >= c (row threshold), else -inf."""
-    return tl.where(x >= cutoff[:, None], x, float("-inf"))
+def requested_keys(row, FIRST: tl.constexpr, G: tl.constexpr, PROCESSED: tl.constexpr):
+    """[R, G, 1]: the keys of slots FIRST .. FIRST + G - 1 (-inf at padding; slots >= K
+    unused); split 0 stores them for kernel 2."""
+    logits_ptr, ids_ptr, key_ptr, rows, row_ok, cutoff, split, V, K, stride = row
+    slot = FIRST + tl.arange(0, G)
+    ok = row_ok[:, None] & (slot[None, :] < K)
+    at = rows.to(tl.int64)[:, None] * K + slot[None, :]
+    ids = tl.load(ids_ptr + at, mask=ok, other=-1)
+    live = ok & (ids >= 0) & (ids < V)
+    key = tl.load(logits_ptr + rows.to(tl.int64)[:, None] * stride + ids, mask=live,
+                  other=float("-inf")).to(tl.float32)
+    if PROCESSED:
+        key = tl.where(key >= cutoff[:, None], key, float("-inf"))
+    tl.store(key_ptr + at, key, mask=tl.where(split == 0, ok, False))
+    return key[:, :, None]
 
 
 @triton.jit
-def online_sum_exp(m, s, z):
-    """Fold a [R, BLOCK] tile of z into the running (max, sum of e^(z - max)); the shift is 0
-    while the max is -inf (never -inf - -inf)."""
-    m_new = tl.maximum(m, tl.max(z, axis=1))
-    shift = tl.where(m_new == float("-inf"), 0.0, m_new)
-    s = s * tl.exp(m - shift) + tl.sum(tl.exp(z - shift[:, None]), axis=1)
-    return m_new, s
+def count_at_least(count, key, key_id):
+    """count [R, G, BLOCK / 4] += (key [R, 1, BLOCK] >= key_id [R, G, 1]) as 1.0 / 0.0, the
+    4 adjacent elements of a thread summed first."""
+    hit = tl.where(key >= key_id, 1.0, 0.0)
+    return count + tl.sum(tl.reshape(hit, [hit.shape[0], hit.shape[1], count.shape[2], 4]), 3)
 
 
 @triton.jit
-def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, values_ptr, ranks_ptr,
-                     B, V, K, stride, LOGPROBS: tl.constexpr, BLOCK_R: tl.constexpr,
-                     BLOCK: tl.constexpr, K_PAD: tl.constexpr):
-    """Each program: BLOCK_R rows, the whole row in chunks of BLOCK columns."""
+def fold(x, ok, m, s, counts, keys, cutoff, t, GROUPS: tl.constexpr, LOGPROBS: tl.constexpr,
+         PROCESSED: tl.constexpr, MASKED: tl.constexpr):
+    """Fold a block x [R, 1, BLOCK] (-inf where not ok) into the per-lane max m and sum-exp
+    s and the counts of the (up to 3) id groups."""
+    key = x.to(tl.float32)
+    if PROCESSED:
+        key = tl.where(key >= cutoff[:, None, None], key, float("-inf"))
+    if LOGPROBS:
+        z = key
+        if PROCESSED:
+            z = key / t[:, None, None]
+        e = tl.exp2(tl.abs(z - m) * -LOG2E)          # 0 where z = -inf (m is finite)
+        s = tl.where(z > m, s * e + 1.0, s + e)
+        m = tl.maximum(m, z)
+    if MASKED:
+        key = tl.where(ok, key, float("nan"))        # never >= a key: not counted
+    c1, c2, c3 = counts
+    c1 = count_at_least(c1, key, keys[0])
+    if GROUPS > 1:
+        c2 = count_at_least(c2, key, keys[1])
+    if GROUPS > 2:
+        c3 = count_at_least(c3, key, keys[2])
+    return m, s, (c1, c2, c3)
+
+
+@triton.jit
+def store_counts(counts_ptr, count, rows, row_ok, split, B, K, FIRST: tl.constexpr):
+    slot = FIRST + tl.arange(0, count.shape[1])
+    at = (split * B + rows.to(tl.int64))[:, None] * K + slot[None, :]
+    tl.store(counts_ptr + at, tl.sum(count, axis=2).to(tl.int32),
+             mask=row_ok[:, None] & (slot[None, :] < K))
+
+
+@triton.jit
+def _partials_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, key_ptr, ms_ptr, counts_ptr,
+                     B, V, K, stride, CHUNK, LOGPROBS: tl.constexpr, PROCESSED: tl.constexpr,
+                     BLOCK_R: tl.constexpr, BLOCK: tl.constexpr, G1: tl.constexpr,
+                     G2: tl.constexpr, G3: tl.constexpr, GROUPS: tl.constexpr):
+    """Program (r, p): rows r BLOCK_R .. + BLOCK_R - 1, columns [p CHUNK, (p + 1) CHUNK)."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    split, splits = tl.program_id(1), tl.num_programs(1)
     row_ok = rows < B
-    base = rows.to(tl.int64)[:, None] * stride
+    lo = split * CHUNK
+    hi = tl.minimum(lo + CHUNK, V)
+    full_end = lo + (hi - lo) // BLOCK * BLOCK
+    row_ptr = logits_ptr + rows.to(tl.int64)[:, None, None] * stride
+    cols = tl.arange(0, BLOCK)[None, None, :]
+    row_ok3 = row_ok[:, None, None]
+    x = tl.load(row_ptr + lo + cols, mask=tl.where(lo < full_end, row_ok3, False))  # early
+    cutoff = tl.full([BLOCK_R], float("-inf"), tl.float32)
+    t = tl.full([BLOCK_R], 1.0, tl.float32)
+    if PROCESSED:
+        cutoff = tl.load(cutoff_ptr + rows, mask=row_ok, other=float("-inf"))
+        t = tl.load(temp_ptr + rows, mask=row_ok, other=1.0)
+    row = (logits_ptr, ids_ptr, key_ptr, rows, row_ok, cutoff, split, V, K, stride)
+    keys = (requested_keys(row, 0, G1, PROCESSED), requested_keys(row, G1, G2, PROCESSED),
+            requested_keys(row, G1 + G2, G3, PROCESSED))
+
+    m = tl.full([BLOCK_R, 1, BLOCK], LOWEST, tl.float32)
+    s = tl.zeros([BLOCK_R, 1, BLOCK], tl.float32)
+    counts = (tl.zeros([BLOCK_R, G1, BLOCK // 4], tl.float32),
+              tl.zeros([BLOCK_R, G2, BLOCK // 4], tl.float32),
+              tl.zeros([BLOCK_R, G3, BLOCK // 4], tl.float32))
+    for start in range(lo, full_end, BLOCK):      # whole blocks, unmasked
+        ahead = tl.load(row_ptr + start + BLOCK + cols,
+                        mask=tl.where(start + BLOCK < full_end, row_ok3, False))
+        m, s, counts = fold(x, row_ok3, m, s, counts, keys, cutoff, t, GROUPS, LOGPROBS,
+                            PROCESSED, False)
+        x = ahead
+    if full_end < hi:                             # the row's ragged last block
+        ok = row_ok3 & (full_end + cols < hi)
+        x = tl.load(row_ptr + full_end + cols, mask=ok, other=float("-inf"))
+        m, s, counts = fold(x, ok, m, s, counts, keys, cutoff, t, GROUPS, LOGPROBS, PROCESSED,
+                            True)
+
+    if LOGPROBS:
+        m_all = tl.max(m, axis=2)
+        s_all = tl.sum(s * tl.exp(m - m_all[:, :, None]), axis=2)
+        at = split * B + rows[:, None]
+        tl.store(ms_ptr + at, m_all, mask=row_ok[:, None])
+        tl.store(ms_ptr + splits * B + at, s_all, mask=row_ok[:, None])
+    store_counts(counts_ptr, counts[0], rows, row_ok, split, B, K, 0)    # absent groups:
+    store_counts(counts_ptr, counts[1], rows, row_ok, split, B, K, G1)   # slots >= K, masked
+    store_counts(counts_ptr, counts[2], rows, row_ok, split, B, K, G1 + G2)
+
+
+@triton.jit
+def _finish_kernel(ids_ptr, key_ptr, temp_ptr, ms_ptr, counts_ptr, values_ptr, ranks_ptr,
+                   B, V, K, S, LOGPROBS: tl.constexpr, PROCESSED: tl.constexpr,
+                   BLOCK_B: tl.constexpr, K_PAD: tl.constexpr):
+    """Rows of BLOCK_B: merge the S partials (m, s) and counts into values and ranks."""
+    rows = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    row_ok = rows < B
     slots = rows.to(tl.int64)[:, None] * K + tl.arange(0, K_PAD)[None, :]
     slot_ok = row_ok[:, None] & (tl.arange(0, K_PAD)[None, :] < K)
     ids = tl.load(ids_ptr + slots, mask=slot_ok, other=-1)
-    live = (ids >= 0) & (ids < V)
-    cutoff = tl.load(cutoff_ptr + rows, mask=row_ok, other=float("-inf"))
-    t = tl.load(temp_ptr + rows, mask=row_ok, other=1.0)
-    x_id = tl.load(logits_ptr + base + ids, mask=live, other=float("-inf")).to(tl.float32)
-    key_id = masked_keys(x_id, cutoff)
-
-    m = tl.full([BLOCK_R], float("-inf"), tl.float32)
-    s = tl.zeros([BLOCK_R], tl.float32)
-    count = tl.zeros([BLOCK_R, K_PAD], tl.int32)
-    for start in range(0, V, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
-        col_ok = cols < V
-        x = tl.load(logits_ptr + base + cols[None, :], mask=row_ok[:, None] & col_ok[None, :],
-                    other=float("-inf")).to(tl.float32)
-        key = masked_keys(x, cutoff)
-        m, s = online_sum_exp(m, s, key / t[:, None])
-        at_least = (key[:, None, :] >= key_id[:, :, None]) & col_ok[None, None, :]
-        count += tl.sum(at_least.to(tl.int32), axis=2)
-
-    z_id = key_id / t[:, None]
+    live = slot_ok & (ids >= 0) & (ids < V)
+    m = tl.full([BLOCK_B], LOWEST, tl.float32)
+    s = tl.zeros([BLOCK_B], tl.float32)
+    count = tl.zeros([BLOCK_B, K_PAD], tl.int32)
+    for split in range(0, S):
+        count += tl.load(counts_ptr + split * B * K + slots, mask=slot_ok, other=0)
+        if LOGPROBS:
+            m_p = tl.load(ms_ptr + split * B + rows, mask=row_ok, other=LOWEST)
+            s_p = tl.load(ms_ptr + (S + split) * B + rows, mask=row_ok, other=0.0)
+            m_new = tl.maximum(m, m_p)
+            s = s * tl.exp(m - m_new) + s_p * tl.exp(m_p - m_new)
+            m = m_new
+    z = tl.load(key_ptr + slots, mask=slot_ok, other=float("-inf"))
+    if PROCESSED:
+        z = z / tl.load(temp_ptr + rows, mask=row_ok, other=1.0)[:, None]
     if LOGPROBS:
         lse = tl.where(s > 0, m, 0.0) + tl.log(tl.maximum(s, 1.0))  # s = 0 or s >= 1
-        z_id = tl.where(z_id == float("-inf"), float("-inf"), z_id - lse[:, None])
-    tl.store(values_ptr + slots, tl.where(live, z_id, float("-inf")), mask=slot_ok)
+        z = tl.where(z == float("-inf"), float("-inf"), z - lse[:, None])
+    tl.store(values_ptr + slots, tl.where(live, z, float("-inf")), mask=slot_ok)
     tl.store(ranks_ptr + slots, tl.where(live, count, 0).to(tl.int64), mask=slot_ok)
 
 
-def row_cutoffs(logits: torch.Tensor, temperature, top_k, top_p, mode: str):
-    """(c float32 [B], t float32 [B]): the threshold on x of the kept set and the divisor;
-    raw modes: (-inf, 1)."""
-    batch = logits.shape[0]
-    ones = torch.ones(batch, dtype=torch.float32, device=logits.device)
-    if mode.startswith("raw"):
-        return torch.full_like(ones, float("-inf")), ones
+def row_cutoffs(logits: torch.Tensor, temperature, top_k, top_p):
+    """(c float32 [B], t float32 [B]): the threshold on x of the kept set and the divisor."""
     x = logits.to(torch.float32)
     _, keep = kept_entries(x, temperature, top_k, top_p)
     cutoff = torch.where(keep, x, float("inf")).amin(dim=1)
     t = temperature.to(torch.float32)
-    return cutoff.contiguous(), torch.where(t == 0, ones, t).contiguous()
+    return cutoff.contiguous(), torch.where(t == 0, torch.ones_like(t), t).contiguous()
 
 
-def _launch_shape(batch: int, vocab: int, k_pad: int, device: torch.device):
-    """(BLOCK_R, BLOCK, num_warps): one row per program on the GPU; in the interpreter
-    (which pays per program and per loop trip) as many rows and columns as CPU_TILE holds."""
+def id_groups(slots: int) -> tuple[int, int, int, int]:
+    """(G1, G2, G3, groups): K as up to three powers of two, largest first (21 = 16 + 4 + 1;
+    the third rounds up: 31 = 16 + 8 + 8); absent groups have size 1 and are skipped."""
+    sizes = []
+    while len(sizes) < 3 and sum(sizes) < slots:
+        left = slots - sum(sizes)
+        sizes.append(1 << (left.bit_length() - (len(sizes) < 2 or left & (left - 1) == 0)))
+    return (*sizes, *[1] * (3 - len(sizes)), len(sizes))
+
+
+@functools.cache
+def _multiprocessors(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _launch_shape(batch: int, vocab: int, slots: int, device: torch.device):
+    """(BLOCK_R, BLOCK, num_warps, S, CHUNK). GPU: one row per program, a row split into S
+    chunks of whole blocks, S such that there are GPU_PROGRAMS_PER_SM programs per SM.
+    Interpreter (it pays per program and per loop trip): blocks of up to CPU_BLOCK columns,
+    as many rows as CPU_TILE holds, S = 1. SPLITS, when set, fixes S."""
     if INTERPRET or device.type != "cuda":
-        block = min(4096, triton.next_power_of_2(vocab))
-        rows = max(1, min(triton.next_power_of_2(batch), CPU_TILE // (k_pad * block)))
-        return rows, block, 4
-    return 1, GPU_BLOCK, GPU_WARPS
+        block = max(4, min(CPU_BLOCK, triton.next_power_of_2(vocab)))
+        tile = triton.next_power_of_2(slots) * block
+        rows, warps, wanted = max(1, min(triton.next_power_of_2(batch), CPU_TILE // tile)), 4, 1
+    else:
+        rows, block, warps = 1, GPU_BLOCK, GPU_WARPS
+        wanted = triton.cdiv(GPU_PROGRAMS_PER_SM * _multiprocessors(device), batch)
+    blocks = triton.cdiv(vocab, block)
+    chunk = triton.cdiv(blocks, max(1, min(blocks, SPLITS or wanted))) * block
+    return rows, block, warps, triton.cdiv(vocab, chunk), chunk
 
 
 def logprobs_triton(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
@@ -119,15 +250,26 @@ def logprobs_triton(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
     logits = logits.contiguous()
     token_ids = token_ids.to(torch.int64).contiguous()
     (batch, vocab), slots = logits.shape, token_ids.shape[1]
-    values = torch.empty((batch, slots), dtype=torch.float32, device=logits.device)
-    ranks = torch.empty((batch, slots), dtype=torch.int64, device=logits.device)
+    device = logits.device
+    values = torch.empty((batch, slots), dtype=torch.float32, device=device)
+    ranks = torch.empty((batch, slots), dtype=torch.int64, device=device)
     if batch == 0 or slots == 0:
         return values, ranks
-    cutoff, t = row_cutoffs(logits, temperature, top_k, top_p, mode)
-    k_pad = triton.next_power_of_2(slots)
-    block_r, block, warps = _launch_shape(batch, vocab, k_pad, logits.device)
-    _logprobs_kernel[(triton.cdiv(batch, block_r),)](
-        logits, token_ids, cutoff, t, values, ranks, batch, vocab, slots, logits.stride(0),
-        LOGPROBS=mode.endswith("logprobs"), BLOCK_R=block_r, BLOCK=block, K_PAD=k_pad,
-        num_warps=warps)
+    logprobs, processed = mode.endswith("logprobs"), mode.startswith("processed")
+    cutoff, t = row_cutoffs(logits, temperature, top_k, top_p) if processed else (values,) * 2
+    block_r, block, warps, splits, chunk = _launch_shape(batch, vocab, slots, device)
+    g1, g2, g3, groups = id_groups(slots)
+    keys = torch.empty((batch, slots), dtype=torch.float32, device=device)
+    ms = torch.empty((2, splits, batch), dtype=torch.float32, device=device)
+    counts = torch.empty((splits, batch, slots), dtype=torch.int32, device=device)
+    # the interpreter computes e^-|z - m| from m = LOWEST in numpy, which warns on overflow
+    with np.errstate(over="ignore") if INTERPRET else contextlib.nullcontext():
+        _partials_kernel[(triton.cdiv(batch, block_r), splits)](
+            logits, token_ids, cutoff, t, keys, ms, counts, batch, vocab, slots,
+            logits.stride(0), chunk, LOGPROBS=logprobs, PROCESSED=processed, BLOCK_R=block_r,
+            BLOCK=block, G1=g1, G2=g2, G3=g3, GROUPS=groups, num_warps=warps)
+        _finish_kernel[(triton.cdiv(batch, FINISH_ROWS),)](
+            token_ids, keys, t, ms, counts, values, ranks, batch, vocab, slots, splits,
+            LOGPROBS=logprobs, PROCESSED=processed, BLOCK_B=FINISH_ROWS,
+            K_PAD=triton.next_power_of_2(slots), num_warps=4)
     return values, ranks
