@@ -53,22 +53,19 @@ BUDGETS = {
 }
 
 
-def validate_ids(ids: object, probs: torch.Tensor) -> torch.Tensor:
-    """Check a ``sample`` kernel's output against the probs it was given; return int64 ids.
+def token_ids(ids: object, batch: int, vocab: int, device: torch.device) -> torch.Tensor:
+    """The checks every family returning one token id per row shares; return int64 ids.
 
-    Exact conditions, each a contract violation when broken: a tensor, of shape ``[B]``,
-    integer dtype int32 or int64, on ``probs.device``, every id in ``[0, V)``, and every id
-    a token of positive probability (a zero-probability token is never a valid draw).
-    """
-    batch, vocab = probs.shape
+    A tensor, integer dtype int32 or int64, of shape ``[B]``, on ``device``, every id in
+    ``[0, V)``; anything else is a contract violation (``KernelFailure``)."""
     if not isinstance(ids, torch.Tensor):
         raise KernelFailure(f"returned {type(ids).__name__}, expected a torch.Tensor of ids")
     if ids.dtype not in (torch.int32, torch.int64):
         raise KernelFailure(f"returned dtype {ids.dtype}, expected torch.int32 or torch.int64")
     if tuple(ids.shape) != (batch,):
         raise KernelFailure(f"returned shape {tuple(ids.shape)}, expected ({batch},)")
-    if ids.device != probs.device:
-        raise KernelFailure(f"returned ids on {ids.device}, expected {probs.device}")
+    if ids.device != device:
+        raise KernelFailure(f"returned ids on {ids.device}, expected {device}")
     ids = ids.long()
     out_of_range = (ids < 0) | (ids >= vocab)
     if bool(out_of_range.any()):
@@ -77,13 +74,21 @@ def validate_ids(ids: object, probs: torch.Tensor) -> torch.Tensor:
             f"returned id {int(ids[row])} at row {row}, outside [0, {vocab}) "
             f"({int(out_of_range.sum())} of {batch} rows out of range)"
         )
+    return ids
+
+
+def validate_ids(ids: object, probs: torch.Tensor) -> torch.Tensor:
+    """Check a ``sample`` kernel's output against the probs it was given; return int64 ids:
+    ``token_ids``, and every id a token of positive probability (a zero-probability token
+    is never a valid draw)."""
+    ids = token_ids(ids, *probs.shape, probs.device)
     chosen = probs.gather(1, ids[:, None]).squeeze(1)
     forbidden = chosen <= 0
     if bool(forbidden.any()):
         row = int(forbidden.nonzero()[0, 0])
         raise KernelFailure(
             f"returned token {int(ids[row])} of probability 0 at row {row} "
-            f"({int(forbidden.sum())} of {batch} rows drew a zero-probability token)"
+            f"({int(forbidden.sum())} of {probs.shape[0]} rows drew a zero-probability token)"
         )
     return ids
 

@@ -26,6 +26,7 @@ import torch
 
 from harness.errors import KernelFailure
 from harness.families import BenchSpec, Family
+from harness.families.sample import token_ids
 
 
 @dataclass(frozen=True)
@@ -76,20 +77,7 @@ def validate_ids(ids: object, inputs: dict) -> torch.Tensor:
     """Check a ``sample-logits`` kernel's output exactly; return int64 ids (rules above)."""
     logits, temperature = inputs["logits"], inputs["temperature"]
     batch, vocab = logits.shape
-    if not isinstance(ids, torch.Tensor):
-        raise KernelFailure(f"returned {type(ids).__name__}, expected a torch.Tensor of ids")
-    if ids.dtype not in (torch.int32, torch.int64):
-        raise KernelFailure(f"returned dtype {ids.dtype}, expected torch.int32 or torch.int64")
-    if tuple(ids.shape) != (batch,):
-        raise KernelFailure(f"returned shape {tuple(ids.shape)}, expected ({batch},)")
-    if ids.device != logits.device:
-        raise KernelFailure(f"returned ids on {ids.device}, expected {logits.device}")
-    ids = ids.long()
-    outside = (ids < 0) | (ids >= vocab)
-    if bool(outside.any()):
-        row = int(outside.nonzero()[0, 0])
-        raise KernelFailure(f"returned id {int(ids[row])} at row {row}, outside [0, {vocab}) "
-                            f"({int(outside.sum())} of {batch} rows out of range)")
+    ids = token_ids(ids, batch, vocab, logits.device)
     masked = logits.gather(1, ids[:, None]).squeeze(1) == float("-inf")
     if bool(masked.any()):
         row = int(masked.nonzero()[0, 0])

@@ -47,6 +47,16 @@ def pairings(a: torch.Tensor, b: torch.Tensor) -> dict[str, tuple[torch.Tensor, 
             "row i at s, row i+1 at s+1": (a[:-1], b[1:])}
 
 
+def pairings_outcome(ctx, results: list[dict], draws: int, alpha: float) -> Outcome:
+    """The verdict over every (row, pairing) result, each test at ``alpha``."""
+    passed, message, p_value = pairings_verdict(results, alpha)
+    return Outcome(passed, message, statistic=max(r["joint_chi2"] for r in results),
+                   p_value=p_value, alpha=ctx.alpha, samples=draws,
+                   min_detectable_effect=max(r["min_detectable_agreement"] for r in results),
+                   effect="agreement rate P(X = Y) of a pair (independent: sum p^2 <= 1/8)",
+                   details={"pairings": results, "alpha_per_test": alpha})
+
+
 def independence(ctx) -> Outcome:
     alpha = bonferroni(ctx.alpha, 2 * len(rows()) * 4)
     seed = ctx.seed
@@ -64,12 +74,7 @@ def independence(ctx) -> Outcome:
         for pairing, (x, y) in pairings(a, b).items():
             r = pair_tests(x.cpu().numpy(), y.cpu().numpy(), p, alpha, ctx.budget.power)
             results.append({"row": name, "pairing": pairing, **r})
-    passed, message, p_value = pairings_verdict(results, alpha)
-    return Outcome(passed, message, statistic=max(r["joint_chi2"] for r in results),
-                   p_value=p_value, alpha=ctx.alpha, samples=draws,
-                   min_detectable_effect=max(r["min_detectable_agreement"] for r in results),
-                   effect="agreement rate P(X = Y) of a pair (independent: sum p^2 <= 1/8)",
-                   details={"pairings": results, "alpha_per_test": alpha})
+    return pairings_outcome(ctx, results, draws, alpha)
 
 
 @pytest.mark.statistical

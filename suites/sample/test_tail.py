@@ -34,45 +34,35 @@ LOOKS = 4
 TAIL_MAX_VOCAB = 2**17
 
 
-def rare_wins(ctx, row, rare, mass: float, planned: int, alpha_look: float, seeds):
+def sequential_wins(draw, planned: int, mass: float, alpha_look: float):
     """Draw up to ``planned`` rows, looking at the schedule's fractions; stop at the first
-    look that rejects. Returns (wins, rows drawn, smallest p-value over the looks made)."""
-    vocab = row.shape[0]
-    probs = torch.as_tensor(row, device=ctx.device).repeat(rows_per_call(ctx, vocab), 1)
-    rare_t = torch.as_tensor(rare, device=ctx.device)
+    look that rejects. ``draw(n)`` makes one call of at most n rows and returns (rare wins,
+    rows drawn). Returns (wins, rows drawn, smallest p-value over the looks made)."""
     looks = [math.ceil(f * planned) for f in fraction_schedule(LOOKS)]
     wins = drawn = 0
     p_value = 1.0
     for look in looks:
         while drawn < look:
-            batch = probs[: min(probs.shape[0], look - drawn)]
-            wins += int(rare_t[ctx.runner.call({"probs": batch}, next(seeds))].sum())
-            drawn += batch.shape[0]
+            more, rows = draw(look - drawn)
+            wins, drawn = wins + more, drawn + rows
         p_value = min(p_value, equal_tailed_p(wins, drawn, mass))
         if p_value <= alpha_look:
             break
     return wins, drawn, p_value
 
 
-def tail(ctx) -> Outcome:
-    budget = ctx.budget
-    alpha_scale = bonferroni(ctx.alpha, len(budget.tail_scales))
-    alpha_look = looks_alpha(alpha_scale, LOOKS)
-    seeds = ctx.seeds()
-    scales, p_values, worst_mde, draws = [], [], 0.0, 0
-    for scale in budget.tail_scales:
-        row, rare = tail_row(scale, TAIL_MAX_VOCAB, ctx.seed)
-        mass = rare_mass(exact_probs(torch.as_tensor(row)[None])[0], rare)
-        planned = math.ceil(budget.tail_expected / mass)
-        wins, drawn, p_value = rare_wins(ctx, row, rare, mass, planned, alpha_look, seeds)
-        mde = min_detectable_deficit(planned, mass, alpha_look, budget.power)
-        worst_mde = max(worst_mde, mde)
-        draws += drawn * row.shape[0]
-        p_values.append(p_value * LOOKS)
-        scales.append({"scale": scale, "vocab": int(row.shape[0]), "rare_mass": mass,
-                       "rows": drawn, "planned_rows": planned, "rare_wins": wins,
-                       "expected": mass * drawn, "p_value": p_value,
-                       "min_detectable_deficit": mde})
+def scale_record(scale: float, vocab: int, mass: float, planned: int, found, alpha_look: float,
+                 power: float) -> dict:
+    """One scale's row of the report, with the exact smallest detectable deficit."""
+    wins, drawn, p_value = found
+    return {"scale": scale, "vocab": vocab, "rare_mass": mass, "rows": drawn,
+            "planned_rows": planned, "rare_wins": wins, "expected": mass * drawn,
+            "p_value": p_value,
+            "min_detectable_deficit": min_detectable_deficit(planned, mass, alpha_look, power)}
+
+
+def tail_outcome(ctx, scales: list[dict], alpha_look: float, law: str) -> Outcome:
+    """The verdict over the scales (each a look-Bonferroni p-value at ``alpha_look``)."""
     failed = [s for s in scales if s["p_value"] <= alpha_look]
     if failed:
         s = failed[0]
@@ -80,14 +70,38 @@ def tail(ctx) -> Outcome:
                    f"{s['rows']:,} rows where {s['expected']:.1f} were expected "
                    f"(p = {s['p_value']:.2g})")
     else:
-        message = ("rare-token wins match the exact rare mass at scales "
+        message = (f"rare-token wins match {law} at scales "
                    + ", ".join(f"{s['scale']:g}" for s in scales))
-    return Outcome(not failed, message, statistic=float(min(s["rare_wins"] / s["expected"]
-                                                           for s in scales)),
-                   p_value=adjusted_p(p_values), alpha=ctx.alpha, samples=draws,
-                   min_detectable_effect=worst_mde,
+    return Outcome(not failed, message,
+                   statistic=float(min(s["rare_wins"] / s["expected"] for s in scales)),
+                   p_value=adjusted_p([s["p_value"] * LOOKS for s in scales]), alpha=ctx.alpha,
+                   samples=sum(s["rows"] * s["vocab"] for s in scales),
+                   min_detectable_effect=max(s["min_detectable_deficit"] for s in scales),
                    effect="relative shortfall of the rare mass (worst scale)",
                    details={"scales": scales, "alpha_per_look": alpha_look})
+
+
+def tail(ctx) -> Outcome:
+    budget = ctx.budget
+    alpha_look = looks_alpha(bonferroni(ctx.alpha, len(budget.tail_scales)), LOOKS)
+    seeds = ctx.seeds()
+    scales = []
+    for scale in budget.tail_scales:
+        row, rare = tail_row(scale, TAIL_MAX_VOCAB, ctx.seed)
+        mass = rare_mass(exact_probs(torch.as_tensor(row)[None])[0], rare)
+        planned = math.ceil(budget.tail_expected / mass)
+        probs = torch.as_tensor(row, device=ctx.device).repeat(rows_per_call(ctx, row.size), 1)
+        rare_t = torch.as_tensor(rare, device=ctx.device)
+
+        def draw(rows, probs=probs, rare_t=rare_t):
+            batch = probs[:min(probs.shape[0], rows)]
+            ids = ctx.runner.call({"probs": batch}, next(seeds))
+            return int(rare_t[ids].sum()), batch.shape[0]
+
+        found = sequential_wins(draw, planned, mass, alpha_look)
+        scales.append(scale_record(scale, int(row.size), mass, planned, found, alpha_look,
+                                   budget.power))
+    return tail_outcome(ctx, scales, alpha_look, "the exact rare mass")
 
 
 @pytest.mark.statistical

@@ -16,10 +16,10 @@ import pytest
 import torch
 
 from harness.errors import KernelFailure
-from harness.stats.independence import pair_tests, pairings_verdict
+from harness.stats.independence import pair_tests
 from harness.stats.multiple import bonferroni
 from harness.verdict import Outcome
-from suites.sample.test_independence import SPREAD, pairings
+from suites.sample.test_independence import SPREAD, pairings, pairings_outcome
 from suites.sample_logits.rows import Rows
 
 pytestmark = pytest.mark.family("sample-logits")
@@ -52,12 +52,7 @@ def independence(ctx) -> Outcome:
             r = pair_tests(x.cpu().numpy(), y.cpu().numpy(), law[support], alpha,
                            ctx.budget.power)
             results.append({"row": name, "pairing": pairing, **r})
-    passed, message, p_value = pairings_verdict(results, alpha)
-    return Outcome(passed, message, statistic=max(r["joint_chi2"] for r in results),
-                   p_value=p_value, alpha=ctx.alpha, samples=draws,
-                   min_detectable_effect=max(r["min_detectable_agreement"] for r in results),
-                   effect="agreement rate P(X = Y) of a pair (independent: sum p^2 <= 1/8)",
-                   details={"pairings": results, "alpha_per_test": alpha})
+    return pairings_outcome(ctx, results, draws, alpha)
 
 
 @pytest.mark.statistical

@@ -21,20 +21,15 @@ import numpy as np
 import pytest
 import torch
 
-from harness.stats.binomial import (
-    equal_tailed_p,
-    fraction_schedule,
-    looks_alpha,
-    min_detectable_deficit,
-)
-from harness.stats.multiple import adjusted_p, bonferroni
+from harness.stats.binomial import looks_alpha
+from harness.stats.multiple import bonferroni
 from harness.verdict import Outcome
 from suites.sample.draws import rows_per_call
+from suites.sample.test_tail import LOOKS, scale_record, sequential_wins, tail_outcome
 from suites.sample_logits.rows import Rows
 
 pytestmark = pytest.mark.family("sample-logits")
 
-LOOKS = 4
 TAIL_MAX_VOCAB = 2**17
 JUNK = 16
 TEMPERATURE = 0.5
@@ -58,47 +53,23 @@ def tail(ctx) -> Outcome:
     budget = ctx.budget
     alpha_look = looks_alpha(bonferroni(ctx.alpha, len(budget.tail_scales)), LOOKS)
     seeds = ctx.seeds()
-    scales, p_values, worst_mde, draws = [], [], 0.0, 0
+    scales = []
     for scale in budget.tail_scales:
         rows, rare = tail_rows(scale, ctx.seed)
         mass = float(np.sort(rows.law.probs[0][rare]).sum())
         planned = math.ceil(budget.tail_expected / mass)
         inputs = rows.inputs(ctx.device, rows_per_call(ctx, rows.vocab))
         rare_t = torch.as_tensor(rare, device=ctx.device)
-        looks = [math.ceil(f * planned) for f in fraction_schedule(LOOKS)]
-        wins = drawn = 0
-        p_value = 1.0
-        for look in looks:
-            while drawn < look:
-                size = min(inputs["logits"].shape[0], look - drawn)
-                batch = {name: value[:size] for name, value in inputs.items()}
-                wins += int(rare_t[ctx.runner.call(batch, next(seeds))].sum())
-                drawn += size
-            p_value = min(p_value, equal_tailed_p(wins, drawn, mass))
-            if p_value <= alpha_look:
-                break
-        mde = min_detectable_deficit(planned, mass, alpha_look, budget.power)
-        worst_mde = max(worst_mde, mde)
-        draws += drawn * rows.vocab
-        p_values.append(p_value * LOOKS)
-        scales.append({"scale": scale, "vocab": rows.vocab, "rare_mass": mass, "rows": drawn,
-                       "planned_rows": planned, "rare_wins": wins, "expected": mass * drawn,
-                       "p_value": p_value, "min_detectable_deficit": mde})
-    failed = [s for s in scales if s["p_value"] <= alpha_look]
-    if failed:
-        s = failed[0]
-        message = (f"rare tokens at {s['scale']:g} x head won {s['rare_wins']} times in "
-                   f"{s['rows']:,} rows where {s['expected']:.1f} were expected "
-                   f"(p = {s['p_value']:.2g})")
-    else:
-        message = ("rare-token wins match the processed law's rare mass at scales "
-                   + ", ".join(f"{s['scale']:g}" for s in scales))
-    return Outcome(not failed, message,
-                   statistic=float(min(s["rare_wins"] / s["expected"] for s in scales)),
-                   p_value=adjusted_p(p_values), alpha=ctx.alpha, samples=draws,
-                   min_detectable_effect=worst_mde,
-                   effect="relative shortfall of the rare mass (worst scale)",
-                   details={"scales": scales, "alpha_per_look": alpha_look})
+
+        def draw(count, inputs=inputs, rare_t=rare_t):
+            batch = {name: value[:count] for name, value in inputs.items()}
+            ids = ctx.runner.call(batch, next(seeds))
+            return int(rare_t[ids].sum()), batch["logits"].shape[0]
+
+        found = sequential_wins(draw, planned, mass, alpha_look)
+        scales.append(scale_record(scale, rows.vocab, mass, planned, found, alpha_look,
+                                   budget.power))
+    return tail_outcome(ctx, scales, alpha_look, "the processed law's rare mass")
 
 
 @pytest.mark.statistical
