@@ -53,7 +53,7 @@ BUDGETS = {
     "quick": SampleLogitsBudget(
         "quick", fit_tv=0.05, fit_max_bins=32, fit_vocab=257, generated_batches=2,
         generated_max_vocab=300, boundary_tv=0.03, large_vocab=151936, large_tv=0.05,
-        tail_scales=(1e-2, 1e-4), tail_expected=100.0, masked_draws=2**24, pairs=2**12),
+        tail_scales=(1e-2, 1e-4), tail_expected=100.0, masked_draws=2**22, pairs=2**12),
     "standard": SampleLogitsBudget(
         "standard", fit_tv=0.003, fit_max_bins=32, fit_vocab=1031, generated_batches=4,
         generated_max_vocab=4099, boundary_tv=0.002, large_vocab=151936, large_tv=0.01,

@@ -4,33 +4,32 @@ Per row, with a threshold c and a temperature t (raw modes: c = -inf, t = 1): ke
 where x_j >= c, else -inf; z_j = key_j / t. Values: z_id (logits modes) or z_id - (m + log s),
 m = max z, s = sum e^(z - m) (logprobs modes); -inf at padding. Rank: #{j : key_j >= key_id},
 ties counted (x -> x - lse and x -> x / t are increasing: the count on the mode's values).
-
-Kernel 1, grid (row blocks, S): program (r, p) folds columns [p C, (p + 1) C) of its rows
-(C a multiple of BLOCK) into per-lane state: max and sum-exp (one exponential per element,
-e^-|z - m|, which rescales s when z is the new max, else is z's term; m starts at the lowest
-finite float: no -inf - -inf, and -inf adds 0) and per id a float32 count of key >= key_id;
-then (m, s) go to a workspace [2, S, B], counts to [S, B, K], split 0's keys to [B, K].
-Kernel 2, 32 rows per program: merges the S partials into lse and the counts into ranks.
 Processed modes: top-k and top-p each keep a set {x >= c}, so together one threshold c per
 row, computed in torch from torch-logprobs' kept set and applied on the fly.
 
-Memory traffic: the logits read once (4 or 2 B V per row); per split the ids and their
-logits gathered (12 or 10 B K, L2 hits after the first); workspaces of 8 S + 4 S K + 4 K
-bytes per row written and read once; values and ranks written (12 B K). Processed modes add
-the torch threshold (a sort and a float64 cumulative sum of [B, V]).
+One launch, grid (row blocks, S): program (r, p) folds columns [p C, (p + 1) C) of its rows
+(C a multiple of BLOCK) into per-lane state, a max and sum-exp (one exponential per element,
+e^-|z - m|: it rescales s when z is the new max, else is z's term; m starts at the lowest
+finite float, so no -inf - -inf, and -inf adds 0) and per id a float32 count of key >=
+key_id; writes (m, s) and the counts to a workspace; takes a ticket; the row block's last
+program merges the S partials and writes values and ranks (ticket reset to 0 for the next).
 
-GPU launch: one row per program, rows split into S chunks for GPU_PROGRAMS_PER_SM programs
-per SM (one program per row left 100 of 132 SMs idle at B = 32); two launches in raw modes.
-H100 budget: at the floor (~3 TB/s, ~1.75 GHz) an SM gets ~3.2 float32 elements per clock
-and issues 128 lane-instructions per clock, 64 on the ALU pipe: ~40 per element, ~20 ALU.
-Ranks cost a compare and an add per (element, id): the K ids, not the bytes, bound this
-kernel. So: K in exact power-of-two groups (21 = 16 + 4 + 1, not 32 compares); float32
-counts (compare-select is one ALU FSET.BF, the add runs on the FMA pipe; int32 counts or
-order-preserving int32 keys keep both on the ALU); a thread's 4 adjacent compares summed in
-registers (no shuffles, 4x fewer accumulators); exp2 (ex2.approx.ftz: no denormal fix-ups);
-masks only in a row's last block; the next block loaded before this one is folded. sm_90
-SASS (triton 3.6 and 3.9, fp32, K = 21, BLOCK 2048, 8 warps): 52.5 instructions per element,
-80 registers: issue-bound near 75% of the floor.
+Memory traffic: the logits read once (4 or 2 B V per row); per split the ids and their
+logits gathered (12 or 10 B K, L2 hits after the first) and 4 K + 8 bytes of partials
+written and read once; values and ranks written (12 B K). Processed modes add the torch
+threshold (a sort and a float64 cumulative sum of [B, V]).
+
+GPU: one row per program, rows split into S chunks for GPU_PROGRAMS_PER_SM programs per SM
+(one program per row left 100 of 132 SMs idle at B = 32). H100 budget at the floor (~3 TB/s,
+~1.75 GHz): an SM gets ~3.2 float32 elements and issues 128 lane-instructions per clock, 64
+on the ALU pipe: ~40 instructions per element, ~20 ALU. Ranks cost a compare and an add per
+(element, id): the K ids, not the bytes, bound this kernel. So K goes in exact power-of-two
+groups (21 = 16 + 4 + 1, not 32 compares); counts are float32 (compare-select is one ALU
+FSET.BF and the add runs on the FMA pipe; int32 counts, or int32 order-preserving keys, keep
+both on the ALU); a thread's 4 adjacent compares add up in registers first (no shuffles, 4x
+fewer accumulators); exp2 (ex2.approx.ftz, no denormal fix-ups); masks only in a row's last
+block; the next block is loaded before this one is folded. sm_90 SASS of the loop (triton 3.6
+and 3.9, fp32, K = 21, BLOCK 2048, 8 warps): 52.5 instructions per element, 80 registers.
 """
 
 import contextlib
@@ -50,26 +49,31 @@ GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM = 2048, 8, 4   # BLOCK >= 128 warps; s
 # scripts/sweep_logprobs.py
 SPLITS = None                           # forces S, the splits of a row, when set
 CPU_BLOCK, CPU_TILE = 4096, 2**20       # CPU: columns per block; a program's rows K BLOCK
-FINISH_ROWS = 32                        # rows per program of kernel 2
+_SCRATCH: dict = {}                     # (device, stream) -> tickets and partials
 LOWEST = tl.constexpr(-3.4028234663852886e38)   # the lowest finite float32
 LOG2E = tl.constexpr(1.4426950408889634)
 
 
 @triton.jit
-def requested_keys(row, FIRST: tl.constexpr, G: tl.constexpr, PROCESSED: tl.constexpr):
-    """[R, G, 1]: the keys of slots FIRST .. FIRST + G - 1 (-inf at padding; slots >= K
-    unused); split 0 stores them for kernel 2."""
-    logits_ptr, ids_ptr, key_ptr, rows, row_ok, cutoff, split, V, K, stride = row
+def slots_of(row, FIRST: tl.constexpr, G: tl.constexpr):
+    """Slots FIRST .. FIRST + G - 1 of the rows: (offsets [R, G], slot < K, id live)."""
+    logits_ptr, ids_ptr, rows, row_ok, cutoff, V, K, stride = row
     slot = FIRST + tl.arange(0, G)
     ok = row_ok[:, None] & (slot[None, :] < K)
     at = rows.to(tl.int64)[:, None] * K + slot[None, :]
     ids = tl.load(ids_ptr + at, mask=ok, other=-1)
-    live = ok & (ids >= 0) & (ids < V)
+    return at, ok, ok & (ids >= 0) & (ids < V), ids
+
+
+@triton.jit
+def requested_keys(row, FIRST: tl.constexpr, G: tl.constexpr, PROCESSED: tl.constexpr):
+    """[R, G, 1]: the keys of slots FIRST .. FIRST + G - 1 (-inf at padding)."""
+    logits_ptr, ids_ptr, rows, row_ok, cutoff, V, K, stride = row
+    _, _, live, ids = slots_of(row, FIRST, G)
     key = tl.load(logits_ptr + rows.to(tl.int64)[:, None] * stride + ids, mask=live,
                   other=float("-inf")).to(tl.float32)
     if PROCESSED:
         key = tl.where(key >= cutoff[:, None], key, float("-inf"))
-    tl.store(key_ptr + at, key, mask=tl.where(split == 0, ok, False))
     return key[:, :, None]
 
 
@@ -108,19 +112,54 @@ def fold(x, ok, m, s, counts, keys, cutoff, t, GROUPS: tl.constexpr, LOGPROBS: t
 
 
 @triton.jit
-def store_counts(counts_ptr, count, rows, row_ok, split, B, K, FIRST: tl.constexpr):
-    slot = FIRST + tl.arange(0, count.shape[1])
-    at = (split * B + rows.to(tl.int64))[:, None] * K + slot[None, :]
-    tl.store(counts_ptr + at, tl.sum(count, axis=2).to(tl.int32),
-             mask=row_ok[:, None] & (slot[None, :] < K))
+def store_counts(row, counts_ptr, count, split, B, FIRST: tl.constexpr):
+    at, ok, _, _ = slots_of(row, FIRST, count.shape[1])
+    tl.store(counts_ptr + split * B * row[6] + at, tl.sum(count, axis=2).to(tl.int32), mask=ok)
 
 
 @triton.jit
-def _partials_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, key_ptr, ms_ptr, counts_ptr,
-                     B, V, K, stride, CHUNK, LOGPROBS: tl.constexpr, PROCESSED: tl.constexpr,
-                     BLOCK_R: tl.constexpr, BLOCK: tl.constexpr, G1: tl.constexpr,
-                     G2: tl.constexpr, G3: tl.constexpr, GROUPS: tl.constexpr):
-    """Program (r, p): rows r BLOCK_R .. + BLOCK_R - 1, columns [p CHUNK, (p + 1) CHUNK)."""
+def merged_lse(ms_ptr, rows, row_ok, splits, B):
+    """[R]: lse of the rows from the S partials (m, s), read from L2 (.cg: other SMs wrote
+    them)."""
+    m = tl.full(rows.shape, LOWEST, tl.float32)
+    s = tl.zeros(rows.shape, tl.float32)
+    for p in range(0, splits):
+        m_p = tl.load(ms_ptr + p * B + rows, mask=row_ok, other=LOWEST, cache_modifier=".cg")
+        s_p = tl.load(ms_ptr + (splits + p) * B + rows, mask=row_ok, other=0.0,
+                      cache_modifier=".cg")
+        m_new = tl.maximum(m, m_p)
+        s = s * tl.exp(m - m_new) + s_p * tl.exp(m_p - m_new)
+        m = m_new
+    return tl.where(s > 0, m, 0.0) + tl.log(tl.maximum(s, 1.0))   # s = 0 or s >= 1
+
+
+@triton.jit
+def finish_group(row, out, key, FIRST: tl.constexpr, LOGPROBS: tl.constexpr,
+                 PROCESSED: tl.constexpr):
+    """Values and ranks of one id group: z = key / t (- lse), the counts of all splits."""
+    values_ptr, ranks_ptr, counts_ptr, lse, t, splits, B = out
+    at, ok, live, _ = slots_of(row, FIRST, key.shape[1])
+    K = row[6]
+    count = tl.zeros(at.shape, tl.int32)
+    for split in range(0, splits):                # .cg: from L2, written by other SMs
+        count += tl.load(counts_ptr + split * B * K + at, mask=ok, other=0, cache_modifier=".cg")
+    z = tl.reshape(key, at.shape)
+    if PROCESSED:
+        z = z / t[:, None]
+    if LOGPROBS:
+        z = tl.where(z == float("-inf"), float("-inf"), z - lse[:, None])
+    tl.store(values_ptr + at, tl.where(live, z, float("-inf")), mask=ok)
+    tl.store(ranks_ptr + at, tl.where(live, count, 0).to(tl.int64), mask=ok)
+
+
+@triton.jit
+def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, counts_ptr,
+                     values_ptr, ranks_ptr, B, V, K, stride, CHUNK, LOGPROBS: tl.constexpr,
+                     PROCESSED: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK: tl.constexpr,
+                     G1: tl.constexpr, G2: tl.constexpr, G3: tl.constexpr,
+                     GROUPS: tl.constexpr):
+    """Program (r, p): rows r BLOCK_R .. + BLOCK_R - 1, columns [p CHUNK, (p + 1) CHUNK);
+    the last of the row block's programs to finish writes its values and ranks."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     split, splits = tl.program_id(1), tl.num_programs(1)
     row_ok = rows < B
@@ -136,7 +175,7 @@ def _partials_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, key_ptr, ms_ptr,
     if PROCESSED:
         cutoff = tl.load(cutoff_ptr + rows, mask=row_ok, other=float("-inf"))
         t = tl.load(temp_ptr + rows, mask=row_ok, other=1.0)
-    row = (logits_ptr, ids_ptr, key_ptr, rows, row_ok, cutoff, split, V, K, stride)
+    row = (logits_ptr, ids_ptr, rows, row_ok, cutoff, V, K, stride)
     keys = (requested_keys(row, 0, G1, PROCESSED), requested_keys(row, G1, G2, PROCESSED),
             requested_keys(row, G1 + G2, G3, PROCESSED))
 
@@ -157,47 +196,30 @@ def _partials_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, key_ptr, ms_ptr,
         m, s, counts = fold(x, ok, m, s, counts, keys, cutoff, t, GROUPS, LOGPROBS, PROCESSED,
                             True)
 
+    ms_ptr = (counts_ptr + splits * B * K).to(tl.pointer_type(tl.float32))   # after [S, B, K]
     if LOGPROBS:
         m_all = tl.max(m, axis=2)
         s_all = tl.sum(s * tl.exp(m - m_all[:, :, None]), axis=2)
         at = split * B + rows[:, None]
         tl.store(ms_ptr + at, m_all, mask=row_ok[:, None])
         tl.store(ms_ptr + splits * B + at, s_all, mask=row_ok[:, None])
-    store_counts(counts_ptr, counts[0], rows, row_ok, split, B, K, 0)    # absent groups:
-    store_counts(counts_ptr, counts[1], rows, row_ok, split, B, K, G1)   # slots >= K, masked
-    store_counts(counts_ptr, counts[2], rows, row_ok, split, B, K, G1 + G2)
+    store_counts(row, counts_ptr, counts[0], split, B, 0)      # absent groups: slots >= K
+    store_counts(row, counts_ptr, counts[1], split, B, G1)
+    store_counts(row, counts_ptr, counts[2], split, B, G1 + G2)
 
-
-@triton.jit
-def _finish_kernel(ids_ptr, key_ptr, temp_ptr, ms_ptr, counts_ptr, values_ptr, ranks_ptr,
-                   B, V, K, S, LOGPROBS: tl.constexpr, PROCESSED: tl.constexpr,
-                   BLOCK_B: tl.constexpr, K_PAD: tl.constexpr):
-    """Rows of BLOCK_B: merge the S partials (m, s) and counts into values and ranks."""
-    rows = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
-    row_ok = rows < B
-    slots = rows.to(tl.int64)[:, None] * K + tl.arange(0, K_PAD)[None, :]
-    slot_ok = row_ok[:, None] & (tl.arange(0, K_PAD)[None, :] < K)
-    ids = tl.load(ids_ptr + slots, mask=slot_ok, other=-1)
-    live = slot_ok & (ids >= 0) & (ids < V)
-    m = tl.full([BLOCK_B], LOWEST, tl.float32)
-    s = tl.zeros([BLOCK_B], tl.float32)
-    count = tl.zeros([BLOCK_B, K_PAD], tl.int32)
-    for split in range(0, S):
-        count += tl.load(counts_ptr + split * B * K + slots, mask=slot_ok, other=0)
+    tl.debug_barrier()                             # all threads' stores before the release
+    ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)         # acq_rel, gpu scope
+    if ticket == splits - 1:                       # the last: merge the S splits
+        tl.atomic_xchg(tickets_ptr + tl.program_id(0), 0)             # ready for the next call
+        lse = tl.zeros([BLOCK_R], tl.float32)
         if LOGPROBS:
-            m_p = tl.load(ms_ptr + split * B + rows, mask=row_ok, other=LOWEST)
-            s_p = tl.load(ms_ptr + (S + split) * B + rows, mask=row_ok, other=0.0)
-            m_new = tl.maximum(m, m_p)
-            s = s * tl.exp(m - m_new) + s_p * tl.exp(m_p - m_new)
-            m = m_new
-    z = tl.load(key_ptr + slots, mask=slot_ok, other=float("-inf"))
-    if PROCESSED:
-        z = z / tl.load(temp_ptr + rows, mask=row_ok, other=1.0)[:, None]
-    if LOGPROBS:
-        lse = tl.where(s > 0, m, 0.0) + tl.log(tl.maximum(s, 1.0))  # s = 0 or s >= 1
-        z = tl.where(z == float("-inf"), float("-inf"), z - lse[:, None])
-    tl.store(values_ptr + slots, tl.where(live, z, float("-inf")), mask=slot_ok)
-    tl.store(ranks_ptr + slots, tl.where(live, count, 0).to(tl.int64), mask=slot_ok)
+            lse = merged_lse(ms_ptr, rows, row_ok, splits, B)
+        out = (values_ptr, ranks_ptr, counts_ptr, lse, t, splits, B)
+        finish_group(row, out, keys[0], 0, LOGPROBS, PROCESSED)
+        if GROUPS > 1:
+            finish_group(row, out, keys[1], G1, LOGPROBS, PROCESSED)
+        if GROUPS > 2:
+            finish_group(row, out, keys[2], G1 + G2, LOGPROBS, PROCESSED)
 
 
 def row_cutoffs(logits: torch.Tensor, temperature, top_k, top_p):
@@ -217,6 +239,20 @@ def id_groups(slots: int) -> tuple[int, int, int, int]:
         left = slots - sum(sizes)
         sizes.append(1 << (left.bit_length() - (len(sizes) < 2 or left & (left - 1) == 0)))
     return (*sizes, *[1] * (3 - len(sizes)), len(sizes))
+
+
+def _scratch(device: torch.device, tickets: int, partials: int):
+    """(tickets, partials): int32 buffers of at least these sizes, kept per (device, stream)
+    so that only calls in stream order share them. Tickets are zeros, as every call leaves
+    them; the partials need no initial value."""
+    key = device, torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    ticket_buf, partial_buf = _SCRATCH.get(key, (None, None))
+    if ticket_buf is None or ticket_buf.numel() < tickets:
+        ticket_buf = torch.zeros(max(tickets, 1024), dtype=torch.int32, device=device)
+    if partial_buf is None or partial_buf.numel() < partials:
+        partial_buf = torch.empty(max(partials, 1 << 16), dtype=torch.int32, device=device)
+    _SCRATCH[key] = ticket_buf, partial_buf
+    return ticket_buf, partial_buf
 
 
 @functools.cache
@@ -259,17 +295,12 @@ def logprobs_triton(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
     cutoff, t = row_cutoffs(logits, temperature, top_k, top_p) if processed else (values,) * 2
     block_r, block, warps, splits, chunk = _launch_shape(batch, vocab, slots, device)
     g1, g2, g3, groups = id_groups(slots)
-    keys = torch.empty((batch, slots), dtype=torch.float32, device=device)
-    ms = torch.empty((2, splits, batch), dtype=torch.float32, device=device)
-    counts = torch.empty((splits, batch, slots), dtype=torch.int32, device=device)
+    row_blocks = triton.cdiv(batch, block_r)
+    tickets, partials = _scratch(device, row_blocks, splits * batch * (slots + 2))
     # the interpreter computes e^-|z - m| from m = LOWEST in numpy, which warns on overflow
     with np.errstate(over="ignore") if INTERPRET else contextlib.nullcontext():
-        _partials_kernel[(triton.cdiv(batch, block_r), splits)](
-            logits, token_ids, cutoff, t, keys, ms, counts, batch, vocab, slots,
+        _logprobs_kernel[(row_blocks, splits)](
+            logits, token_ids, cutoff, t, tickets, partials, values, ranks, batch, vocab, slots,
             logits.stride(0), chunk, LOGPROBS=logprobs, PROCESSED=processed, BLOCK_R=block_r,
             BLOCK=block, G1=g1, G2=g2, G3=g3, GROUPS=groups, num_warps=warps)
-        _finish_kernel[(triton.cdiv(batch, FINISH_ROWS),)](
-            token_ids, keys, t, ms, counts, values, ranks, batch, vocab, slots, splits,
-            LOGPROBS=logprobs, PROCESSED=processed, BLOCK_B=FINISH_ROWS,
-            K_PAD=triton.next_power_of_2(slots), num_warps=4)
     return values, ranks

@@ -65,10 +65,10 @@ def topk_off_by_one(logits, temperature, top_k, top_p, seed):
 
 
 def _float32_floored(shape, device, seed):
-    """q = -log(u), u a 24-bit uniform (midpoints of 2^-24 cells): q >= 3e-8, as CUDA's
-    float32 ``exponential_`` (q >= 2^-24)."""
+    """q = -log(u) in float32, u a 24-bit uniform (midpoints of 2^-24 cells): q >= 3e-8, as
+    CUDA's float32 ``exponential_`` (q >= 2^-24)."""
     u = torch.rand(shape, generator=seeded_generator(device, seed), device=device)
-    return u.to(torch.float64).add_(2.0**-25).log_().neg_()
+    return u.add_(2.0**-25).log_().neg_()
 
 
 def fp32_noise_floor(logits, temperature, top_k, top_p, seed):

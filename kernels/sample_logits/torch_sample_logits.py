@@ -46,7 +46,10 @@ def race(weights: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
 def greedy_rows(x: torch.Tensor, temperature: torch.Tensor, sampled: torch.Tensor
                 ) -> torch.Tensor:
     """The argmax of x (first maximal index) where the temperature is 0, else ``sampled``."""
-    return torch.where(temperature == 0, x.argmax(dim=1), sampled)
+    greedy = temperature == 0
+    if not bool(greedy.any()):
+        return sampled
+    return torch.where(greedy, x.argmax(dim=1), sampled)
 
 
 @dataclass(frozen=True)
