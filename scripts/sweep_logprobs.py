@@ -15,7 +15,7 @@ from harness.bench import copy_bandwidth, median_ms
 from harness.families.logprobs import FAMILY, bench_batch
 
 SHAPES = FAMILY.bench.gpu_shapes                  # 256x151936x21, 32x128256x21
-BLOCKS, WARPS, PER_SM = (1024, 2048, 4096), (4, 8, 16), (2, 4, 8, 16)
+BLOCKS, WARPS, PER_SM = (1024, 2048, 4096), (4, 8, 16), (2, 3, 4, 6, 8, 12, 16)
 if "--quick" in sys.argv:
     BLOCKS, WARPS, PER_SM = (2048,), (8,), (2, 4, 8)
 
