@@ -19,6 +19,7 @@ from harness.families import FAMILIES
 from harness.loader import load
 from harness.plugin import DEFAULT_SEED
 from harness.runner import resolve_device, use_triton_interpreter_without_gpu
+from harness.sanitize import TOOLS, require_tool
 from harness.stats.multiple import DEFAULT_FAMILY_ALPHA
 from kernels import CLEAN, MUTANTS
 
@@ -49,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--call-timeout", type=_positive(float), default=600.0)
     check.add_argument("--family-alpha", type=_positive(float, 1.0),
                        default=DEFAULT_FAMILY_ALPHA)
+    check.add_argument("--sanitize", default=None, choices=TOOLS,
+                       help="re-run the validity checks under compute-sanitizer (GPU only)")
     sub.add_parser("list", help="families, kernels and mutants")
     bench = sub.add_parser("bench", help="time kernels of a family (GPU)")
     bench.add_argument("family", choices=tuple(FAMILIES))
@@ -75,7 +78,9 @@ def run_check(args) -> int:
         raise HarnessError("check all runs every registered clean kernel; name a family to "
                            "check --kernel targets")
     get_budget(args.budget)
-    resolve_device(args.device)
+    device = resolve_device(args.device)
+    if args.sanitize:
+        require_tool(args.sanitize, device)
     for family in families:
         for target in args.kernel or CLEAN.get(family, {}):
             load(target, family)
@@ -90,6 +95,8 @@ def run_check(args) -> int:
         pytest_args += ["--kernel", target]
     if args.select:
         pytest_args += ["-k", args.select]
+    if args.sanitize:
+        pytest_args += ["--sanitize", args.sanitize]
 
     import pytest
     code = pytest.main(pytest_args)

@@ -21,6 +21,7 @@ from harness.errors import HarnessError, KernelFailure
 from harness.families import FAMILIES
 from harness.loader import Kernel, load
 from harness.reports import write_all
+from harness.sanitize import TOOLS, require_tool, run_under_tool
 from harness.runner import (
     Runner,
     derive_seed,
@@ -49,6 +50,9 @@ def pytest_addoption(parser):
                     help="seconds one kernel call may take before it counts as hung")
     group.addoption("--family-alpha", type=float, default=DEFAULT_FAMILY_ALPHA,
                     help="false-fail budget of the whole run, split across its checks")
+    group.addoption("--sanitize", default=None, choices=TOOLS,
+                    help="re-run each family's validity checks under compute-sanitizer "
+                         "(GPU only)")
 
 
 class HarnessSession:
@@ -65,6 +69,9 @@ class HarnessSession:
         self.harness_seed: int = opt("harness_seed")
         self.call_timeout: float = opt("call_timeout")
         self.family_alpha: float = opt("family_alpha")
+        self.sanitize: str | None = opt("sanitize")
+        self.call_args = [f"--{name.replace('_', '-')}={opt(name)}" for name in
+                          ("budget", "harness_seed", "call_timeout", "family_alpha")]
         self.report_dir = Path(opt("report_dir") or
                                Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S"))
         self.statistical_checks = 0
@@ -102,7 +109,12 @@ def pytest_configure(config):
                                        "false-fail budget")
     config.addinivalue_line("markers", "gpu: a check that runs on a CUDA device only")
     use_triton_interpreter_without_gpu()
-    config.stash[SESSION] = HarnessSession(config)
+    state = config.stash[SESSION] = HarnessSession(config)
+    if state.sanitize:
+        try:
+            require_tool(state.sanitize, state.device)
+        except HarnessError as exc:
+            pytest.exit(str(exc), returncode=2)
 
 
 def pytest_generate_tests(metafunc):
@@ -119,8 +131,19 @@ def pytest_generate_tests(metafunc):
 def pytest_collection_modifyitems(session, config, items):
     """Count the statistical checks before any -k/-m deselection, so a check keeps the same
     alpha whether it runs alone (to reproduce it) or with its whole run."""
-    config.stash[SESSION].statistical_checks = sum(
+    state = config.stash[SESSION]
+    state.statistical_checks = sum(
         item.get_closest_marker("statistical") is not None for item in items)
+    if state.sanitize:
+        keep, drop = [], []
+        for item in items:
+            marker = item.get_closest_marker("family")
+            name = getattr(item, "originalname", item.name).removeprefix("test_")
+            sanitized = marker is not None and name in FAMILIES[marker.args[0]].sanitize_checks
+            (keep if sanitized else drop).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
 
 
 def pytest_runtest_setup(item):
@@ -143,13 +166,15 @@ class CheckContext:
     def __init__(self, state: HarnessSession, kernel: Kernel, node: pytest.Item):
         self.state = state
         self.kernel = kernel
-        self.name = node.originalname.removeprefix("test_")
+        self.check_name = node.originalname.removeprefix("test_")
+        self.sanitize = state.sanitize
+        self.name = f"{self.check_name}_{self.sanitize}" if self.sanitize else self.check_name
         self.statistical = node.get_closest_marker("statistical") is not None
         self.family = FAMILIES[kernel.family]
         self.budget = self.family.budgets[state.budget]
         self.device = state.device
         self.alpha = state.check_alpha if self.statistical else None
-        self.seed = derive_seed(state.harness_seed, kernel.family, self.name)
+        self.seed = derive_seed(state.harness_seed, kernel.family, self.check_name)
         self.max_call_elements = MAX_CALL_ELEMENTS[self.device.type]
         self.runner = Runner(kernel, self.device, state.call_timeout)
 
@@ -160,8 +185,17 @@ class CheckContext:
         s = self.state
         args = ["sampling-harness", "check", self.kernel.family, "--kernel", self.kernel.target,
                 "--device", self.device.type, "--budget", s.budget,
-                "--seed", str(s.harness_seed), "-k", f"test_{self.name}"]
-        return shlex.join(args)
+                "--seed", str(s.harness_seed), "-k", f"test_{self.check_name}"]
+        return shlex.join(args + (["--sanitize", self.sanitize] if self.sanitize else []))
+
+    def sanitized(self) -> Outcome:
+        """This check of this kernel, re-run in a child process under compute-sanitizer."""
+        args = ["--pyargs", f"suites.{self.family.suite}", "-q",
+                "-p", "no:cacheprovider", "-k", f"test_{self.check_name}",
+                "--kernel", self.kernel.target, "--device", "cuda", *self.state.call_args]
+        directory = (self.state.report_dir / "sanitize" /
+                     f"{self.kernel.family}-{self.kernel.name}-{self.check_name}")
+        return run_under_tool(self.sanitize, args, directory)
 
     def _verdict(self, outcome: Outcome, state: str, seconds: float) -> Verdict:
         return Verdict(
@@ -172,11 +206,14 @@ class CheckContext:
             device=str(self.device), message=outcome.message, reproduce=self.reproduce(),
             details={**outcome.details, "kernel_calls": self.runner.calls,
                      "kernel_draws": self.runner.draws,
-                     "kernel_seconds": round(self.runner.seconds, 3)})
+                     "kernel_seconds": round(self.runner.seconds, 3),
+                     "guard_seconds": round(self.runner.guard_seconds, 3)})
 
     def run(self, check_fn) -> Verdict:
         """Run ``check_fn(self) -> Outcome``; record the verdict; fail the test if it failed."""
         started = time.perf_counter()
+        if self.sanitize:
+            check_fn = CheckContext.sanitized
         try:
             outcome = check_fn(self)
             state = "pass" if outcome.passed else "fail"

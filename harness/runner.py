@@ -1,6 +1,7 @@
 """Calling a kernel under test: fresh inputs, a poisoned allocator, a timeout, validation.
 
-Each call gets its own copy of the inputs (a contract lets the kernel overwrite them), runs
+Each call gets its own copy of the inputs, inside guard bands (``harness.guard``: a write
+past an input's ends, or into an input the contract keeps read-only, fails the call), runs
 in a daemon thread so that a hang becomes a failed check instead of a stuck run, and
 returns only after the device has finished (asynchronous errors land in the call that
 caused them). Before each call, memory the allocator will hand out next is filled with a
@@ -26,7 +27,8 @@ import numpy as np
 import torch
 
 from harness.errors import HarnessError, KernelFailure
-from harness.families import FAMILIES, Family, fresh_copy
+from harness.families import FAMILIES, Family
+from harness.guard import check_guards, guarded_copy
 from harness.loader import Kernel
 
 POISONS = (0x7F, 0xA5)             # byte patterns of the two poisoned calls of ``call_twice``
@@ -178,6 +180,7 @@ class Runner:
     calls: int = 0
     draws: int = 0
     seconds: float = 0.0
+    guard_seconds: float = 0.0     # building and checking guard bands (see harness.guard)
 
     @property
     def family(self) -> Family:
@@ -189,7 +192,9 @@ class Runner:
         arguments but the seed, already on the device); returns the family's validated
         output. Every misbehaviour raises ``KernelFailure``."""
         family = self.family
-        fresh = fresh_copy(inputs)
+        started = time.perf_counter()
+        fresh, guards = guarded_copy(inputs)
+        self.guard_seconds += time.perf_counter() - started
         poison_allocator(self.device, poison, family.output_bytes(inputs), thorough)
         outcome: dict[str, object] = {}
         fill = _FilledEmpty(thorough and self.device.type == "cpu" and poison == POISONS[0])
@@ -214,6 +219,9 @@ class Runner:
         if "error" in outcome:
             exc = outcome["error"]
             raise KernelFailure(f"raised {type(exc).__name__}: {_first_line(exc)}"[:300])
+        started = time.perf_counter()
+        check_guards(guards, fresh, inputs, family.writable)
+        self.guard_seconds += time.perf_counter() - started
         try:
             validated = family.validate(outcome["output"], inputs)
         except KernelFailure as exc:

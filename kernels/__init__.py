@@ -43,6 +43,7 @@ class Mutant:
     caught_by: tuple[str, ...]  # the checks that must fail on it
     budget: str         # the smallest budget at which that check catches it
     bug: str            # the field bug it re-creates
+    tool: str = ""      # compute-sanitizer tool that must catch it (--sanitize; GPU only)
 
 
 from kernels.mutants import MUTANTS  # noqa: E402  (the registry needs Mutant defined first)

@@ -47,6 +47,9 @@ class Family:
     draws: Callable[[dict], int]                 # what one call costs, in noise draws
     budgets: Mapping[str, object]                # budget name -> the family's budget
     bench: BenchSpec | None = None
+    writable: tuple[str, ...] = ()               # inputs the kernel may overwrite; the rest
+                                                 # are read-only (checked after every call)
+    sanitize_checks: tuple[str, ...] = ("validity",)  # re-run under --sanitize
 
     @property
     def suite(self) -> str:
@@ -62,19 +65,6 @@ class Family:
         """Call ``fn`` positionally, in the contract's order; ``seed`` goes where the
         contract has one (a family without randomness ignores it)."""
         return fn(*(seed if name == "seed" else inputs[name] for name in self.parameters))
-
-
-def fresh_copy(inputs: dict) -> dict:
-    """A copy of every input a kernel may overwrite: tensors cloned, lists copied."""
-    copied = {}
-    for name, value in inputs.items():
-        if isinstance(value, torch.Tensor):
-            copied[name] = value.clone()
-        elif isinstance(value, list):
-            copied[name] = list(value)
-        else:
-            copied[name] = value
-    return copied
 
 
 def _discover() -> dict[str, Family]:

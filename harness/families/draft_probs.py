@@ -13,6 +13,8 @@ cache, or when T = 0. No randomness: the seed the harness holds is not passed.
 
 The validation of every call is structural (None, or float32 [T, V] on the device); the
 checks compare every output with the reference (reference/draft_probs.py) exactly.
+
+Read-only inputs: all of them (the cache outlives the call).
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ FAMILY = Family(
         inputs["cached_probs"].shape[2] if inputs["cached_probs"] is not None else 1),
     draws=lambda inputs: sum(inputs["num_draft_tokens"]),
     budgets=BUDGETS,
+    sanitize_checks=("curated",),
     bench=BenchSpec(
         gpu_shapes=("256x4x151936",), cpu_shapes=("8x4x4099",), shape_help="BxKxV",
         make_inputs=bench_batch,

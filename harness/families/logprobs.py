@@ -13,6 +13,9 @@ padding). Processed logits: logits / temperature (temperature 0: unscaled), then
 (ties at the boundary kept; k <= 0 or k >= V disables), then top-p on the renormalised
 result (the smallest most-probable set reaching top_p; top_p >= 1 disables); masked
 entries -inf. No randomness: the seed the harness holds is not passed.
+
+Read-only inputs: all of them. The engine samples from the same logits after gathering
+logprobs, so a kernel that scales or normalises them in place corrupts the draw.
 """
 
 from __future__ import annotations

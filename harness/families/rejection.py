@@ -14,6 +14,8 @@ accepted with probability min(1, p(d) / q(d)); at the first rejection a token is
 the residual max(p - q, 0), normalised; after n accepted drafts the bonus token follows. A
 greedy request accepts d iff d = argmax p (lowest index on ties) and emits that argmax at
 the first mismatch. Same inputs and seed, same output; requests are independent.
+
+Read-only inputs: all of them (the target probs feed the engine's logprobs afterwards).
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 Contract: ``fn(probs, seed) -> ids``. probs: float32 [B, V], contiguous, rows >= 0 summing to
 1 (zeros allowed), a fresh copy each call (the kernel may overwrite it); seed: int in
 [0, 2^31). Returns int32/int64 [B] on probs' device; the same (probs, seed) give the same ids.
+
+Read-only inputs: none. probs may be overwritten; a write past its ends fails the call
+(harness/guard.py).
 """
 
 from __future__ import annotations
@@ -109,6 +112,7 @@ FAMILY = Family(
     output_bytes=lambda inputs: 8 * inputs["probs"].shape[0],
     draws=lambda inputs: inputs["probs"].numel(),
     budgets=BUDGETS,
+    writable=("probs",),
     bench=BenchSpec(
         gpu_shapes=("256x151936", "32x128256", "1x32000"), cpu_shapes=("16x4099",),
         shape_help="BxV", make_inputs=bench_probs,

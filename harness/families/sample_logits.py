@@ -16,6 +16,9 @@ The exact validation of every call: the output's type, shape, dtype and device; 
 [0, V); never a token whose logit is -inf; greedy rows equal to the argmax. Whether a token
 is kept by top-k and top-p is judged by the checks, against the float64 reference with its
 ambiguity classifier (a per-call sort here would double the cost of every draw).
+
+Read-only inputs: temperature, top_k, top_p. logits may be overwritten (engines divide by
+the temperature and mask in place); a write past its ends still fails (harness/guard.py).
 """
 
 from __future__ import annotations
@@ -115,6 +118,7 @@ FAMILY = Family(
     output_bytes=lambda inputs: 8 * inputs["logits"].shape[0],
     draws=lambda inputs: inputs["logits"].numel(),
     budgets=BUDGETS,
+    writable=("logits",),
     bench=BenchSpec(
         gpu_shapes=("256x151936", "32x128256", "1x32000"), cpu_shapes=("8x4099",),
         shape_help="BxV (temperature 0.8, top-k 50, top-p 0.9)", make_inputs=bench_batch,

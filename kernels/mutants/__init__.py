@@ -9,6 +9,7 @@ _L = "kernels.mutants.logprobs_mutants:"
 _G = "kernels.mutants.sample_logits_mutants:"
 _D = "kernels.mutants.draft_probs_mutants:"
 _P = "kernels.mutants.spec_decode_mutants:"
+_M = "kernels.mutants.memory_mutants:"
 
 MUTANTS: dict[str, dict[str, Mutant]] = {
     "sample": {
@@ -43,6 +44,18 @@ MUTANTS: dict[str, dict[str, Mutant]] = {
         "raises": Mutant(_S + "raises", ("validity",), "quick",
                          "the kernel raises (an illegal memory access)"),
         "hangs": Mutant(_S + "hangs", ("validity",), "quick", "the kernel never returns"),
+        "store-past-probs": Mutant(
+            _M + "store_past_probs", ("validity",), "quick",
+            "a Triton store mask off by one (cols <= V) while overwriting probs in place: "
+            "each row writes into the next, the last one past the end of probs"),
+        "ids-past-end": Mutant(
+            _M + "ids_past_end", ("validity",), "quick",
+            "a Triton store mask off by one writes one id past the output's end, into the "
+            "allocation's padding: the ids are right", tool="memcheck"),
+        "reads-uninitialised": Mutant(
+            _M + "reads_uninitialised", ("validity",), "quick",
+            "uninitialised memory read and copied into the output before the right ids "
+            "overwrite it (vLLM PR 37238 read uninitialised slots)", tool="initcheck"),
     },
     "rejection": {
         "draft-probs-dropped": Mutant(
@@ -90,6 +103,10 @@ MUTANTS: dict[str, dict[str, Mutant]] = {
             "q[indices], an advanced-indexing copy), so the race runs on a buffer never "
             "filled, the same for every request and seed (vLLM PR 10863, unseeded requests "
             "in a seeded batch)"),
+        "last-slot-next-row": Mutant(
+            _M + "last_slot_next_row", ("validity",), "quick",
+            "the assembly kernel writes each request's last slot one row too far: the last "
+            "request writes past the output's end", tool="memcheck"),
     },
     "logprobs": {
         "gathered-from-logits": Mutant(
@@ -125,6 +142,10 @@ MUTANTS: dict[str, dict[str, Mutant]] = {
             _L + "topp_excludes_crossing", ("values", "tme", "generated"), "quick",
             "top-p keeps tokens whose inclusive cumulative probability is below top_p: the "
             "token that crosses the threshold is dropped"),
+        "logits-in-place": Mutant(
+            _M + "logits_in_place", ("validity",), "quick",
+            "log-softmax taken in place in the logits to save a copy: the logprobs are "
+            "right, and the engine then samples from logprobs it takes for logits"),
     },
     "sample-logits": {
         "greedy-at-temperature-one": Mutant(
