@@ -21,9 +21,10 @@ def request_ids(count: int, prefix: str = "req") -> st.SearchStrategy[list[str]]
 
 
 def draft_counts(size: int, slots: int) -> st.SearchStrategy[list[int]]:
-    """Per request 0..K drafts, zeros anywhere; sometimes all zero (T = 0)."""
-    return st.one_of(st.just([0] * size),
-                     st.lists(st.integers(0, slots), min_size=size, max_size=size))
+    """Per request 0..K drafts, zeros anywhere (as likely as not); sometimes all zero
+    (T = 0)."""
+    count = st.one_of(st.integers(1, slots), st.just(0))
+    return st.one_of(st.lists(count, min_size=size, max_size=size), st.just([0] * size))
 
 
 @st.composite
@@ -34,17 +35,30 @@ def cached_probs(draw, requests: int, slots: int, vocab: int) -> torch.Tensor:
     return torch.as_tensor(probs / probs.sum(axis=2, keepdims=True))
 
 
+def batch_of(cached: list[str]) -> st.SearchStrategy[list[str]]:
+    """A reordered, non-empty subset of the cached requests, and at times up to two new
+    requests the cache has never seen."""
+    kept = st.lists(st.sampled_from(cached), unique=True, min_size=1)
+    fresh = st.lists(st.sampled_from([f"new-{i}" for i in range(3)]), unique=True, max_size=2)
+    return st.tuples(kept, fresh).map(lambda parts: parts[0] + parts[1]).flatmap(
+        st.permutations)
+
+
+SHAPES = ("typical",) * 8 + ("empty batch", "no cache")
+
+
 @st.composite
 def handover_batches(draw, max_vocab: int) -> dict:
-    """A cache (R from 0 to 6 requests, K from 1 to 8, or no cache) and a batch: a reordered
-    subset of the cached requests, plus new ones; R != B in general; B may be 0."""
+    """A cache of R = 1..6 requests with K = 1..8 drafts each, and a batch that reads it: a
+    reordered subset of the cached requests plus new ones (R != B in general). One time in
+    ten the batch is empty, one in ten there is no cache (None, R = 0)."""
+    shape = draw(st.sampled_from(SHAPES))
     slots, vocab = draw(st.integers(1, 8)), draw(st.integers(1, max_vocab))
-    cached = draw(request_ids(draw(st.integers(0, 6))))
-    kept = draw(st.lists(st.sampled_from(cached), unique=True)) if cached else []
-    fresh = draw(st.lists(st.sampled_from([f"new-{i}" for i in range(3)]), unique=True,
-                          max_size=2)) if draw(st.booleans()) else []
-    batch = draw(st.permutations(kept + fresh))
-    probs = draw(cached_probs(len(cached), slots, vocab)) if draw(
-        st.integers(0, 9)) else None
+    cached = draw(request_ids(draw(st.integers(1, 6))))
+    batch = [] if shape == "empty batch" else draw(batch_of(cached))
+    if shape == "no cache":
+        probs, cached = None, []
+    else:
+        probs = draw(cached_probs(len(cached), slots, vocab))
     return {"cached_probs": probs, "cached_req_ids": cached, "batch_req_ids": list(batch),
             "num_draft_tokens": draw(draft_counts(len(batch), slots))}
