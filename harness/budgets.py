@@ -1,4 +1,9 @@
-"""Budgets: how much evidence a run gathers, named quick, standard or thorough.
+"""Budgets: how much evidence a run gathers, named smoke, quick, standard or thorough.
+
+``smoke`` is sized for the Triton interpreter on a laptop CPU and for compute-sanitizer
+(every edge case of every validity check, few draws): its minimum detectable effects are
+several times weaker than quick's, and the report states them. No mutant is registered
+at it.
 
 Each family states, per budget name, the effects its checks must detect
 (``Family.budgets``); sample counts are not set here but derived by each check from those
@@ -10,7 +15,7 @@ from __future__ import annotations
 
 from harness.errors import HarnessError
 
-BUDGET_NAMES = ("quick", "standard", "thorough")
+BUDGET_NAMES = ("smoke", "quick", "standard", "thorough")
 
 MAX_CALL_ELEMENTS = {"cpu": 2**22, "cuda": 2**28}
 

@@ -21,7 +21,6 @@ from harness.errors import HarnessError, KernelFailure
 from harness.families import FAMILIES
 from harness.loader import Kernel, load
 from harness.reports import write_all
-from harness.sanitize import TOOLS, require_tool, run_under_tool
 from harness.runner import (
     Runner,
     derive_seed,
@@ -29,6 +28,7 @@ from harness.runner import (
     seed_stream,
     use_triton_interpreter_without_gpu,
 )
+from harness.sanitize import TOOLS, require_tool, run_under_tool
 from harness.stats.multiple import DEFAULT_FAMILY_ALPHA, bonferroni
 from harness.verdict import Outcome, Verdict
 from kernels import CLEAN
@@ -71,11 +71,14 @@ class HarnessSession:
         self.family_alpha: float = opt("family_alpha")
         self.sanitize: str | None = opt("sanitize")
         self.call_args = [f"--{name.replace('_', '-')}={opt(name)}" for name in
-                          ("budget", "harness_seed", "call_timeout", "family_alpha")]
+                          ("harness_seed", "call_timeout", "family_alpha")]
         self.report_dir = Path(opt("report_dir") or
                                Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S"))
         self.statistical_checks = 0
         self.verdicts: list[Verdict] = []
+        self.total, self.done = 0, 0              # checks collected, checks finished
+        self.finished: str | None = None          # the progress line of the check just run
+        self.plugins = config.pluginmanager
         self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self._kernels: dict[str, list[Kernel]] = {}
 
@@ -101,6 +104,26 @@ class HarnessSession:
     def record(self, verdict: Verdict, complete: bool = False) -> None:
         self.verdicts.append(verdict)
         write_all(self.report_dir, self.verdicts, self.meta(complete))
+        self.finished = (f"{verdict.family} / {verdict.kernel} / {verdict.name}: "
+                         f"{verdict.verdict} in {verdict.duration:.1f} s")
+
+    def pytest_runtest_logreport(self, report) -> None:
+        """(A hook: the session is registered as a plugin.) The line of the check that just
+        ran, or of one skipped before it ran."""
+        if (report.when == "call" or report.skipped and report.when == "setup") and \
+                self.finished:
+            self.progress(self.finished)
+            self.finished = None
+
+    def progress(self, line: str) -> None:
+        """One line per finished check, numbered, on pytest's terminal (instead of dots;
+        written from the report hooks, where pytest does not capture output)."""
+        self.done += 1
+        terminal = self.plugins.get_plugin("terminalreporter")
+        if terminal is not None:
+            width = len(str(self.total))
+            terminal.ensure_newline()
+            terminal.write_line(f"[{self.done:{width}d}/{self.total}] {line}")
 
 
 def pytest_configure(config):
@@ -110,6 +133,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: a check that runs on a CUDA device only")
     use_triton_interpreter_without_gpu()
     state = config.stash[SESSION] = HarnessSession(config)
+    config.pluginmanager.register(state, "sampling-harness-session")
     if state.sanitize:
         try:
             require_tool(state.sanitize, state.device)
@@ -146,10 +170,33 @@ def pytest_collection_modifyitems(session, config, items):
             items[:] = keep
 
 
+def pytest_collection_finish(session):
+    state = session.config.stash[SESSION]
+    state.total = sum("check" in getattr(item, "fixturenames", ()) for item in session.items)
+    terminal = state.plugins.get_plugin("terminalreporter")
+    if terminal is not None and state.total:
+        terminal.write_line(
+            f"sampling-harness: {state.total} checks, budget {state.budget}, device "
+            f"{state.device}, harness seed {state.harness_seed}"
+            + (f", under compute-sanitizer {state.sanitize}" if state.sanitize else ""))
+
+
 def pytest_runtest_setup(item):
     if item.get_closest_marker("gpu") is not None:
-        if item.config.stash[SESSION].device.type != "cuda":
+        state = item.config.stash[SESSION]
+        if state.device.type != "cuda":
+            kernel = item.callspec.params["kernel"]
+            state.finished = (f"{kernel.family} / {kernel.name} / "
+                              f"{item.originalname.removeprefix('test_')}: skipped (GPU only)")
             pytest.skip("this check runs on a GPU only")
+
+
+def pytest_report_teststatus(report, config):
+    """No progress dots for checks: each prints its own line (``HarnessSession.progress``)."""
+    if "check" in getattr(report, "fixturenames", ()) or report.when == "call" or (
+            report.skipped and report.when == "setup"):
+        return report.outcome, "", report.outcome.upper()
+    return None
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -189,10 +236,13 @@ class CheckContext:
         return shlex.join(args + (["--sanitize", self.sanitize] if self.sanitize else []))
 
     def sanitized(self) -> Outcome:
-        """This check of this kernel, re-run in a child process under compute-sanitizer."""
+        """This check of this kernel, re-run in a child process under compute-sanitizer, at
+        the smoke budget whatever the run's (every edge case, few draws: the tool slows
+        each memory access by orders of magnitude)."""
         args = ["--pyargs", f"suites.{self.family.suite}", "-q",
                 "-p", "no:cacheprovider", "-k", f"test_{self.check_name}",
-                "--kernel", self.kernel.target, "--device", "cuda", *self.state.call_args]
+                "--kernel", self.kernel.target, "--device", "cuda", "--budget=smoke",
+                *self.state.call_args]
         directory = (self.state.report_dir / "sanitize" /
                      f"{self.kernel.family}-{self.kernel.name}-{self.check_name}")
         return run_under_tool(self.sanitize, args, directory)

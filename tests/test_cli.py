@@ -120,3 +120,16 @@ def test_bench_takes_any_kernel_beside_the_baselines(tmp_path):
     assert code == 0, output[-2000:]
     assert "| 3x2x33 | docs/examples/engine_adapter.py:adapted |" in output
     assert (tmp_path / "bench.md").exists()
+
+
+def test_smoke_budget_prints_a_line_per_check_and_names_itself(tmp_path):
+    code, output, report = cli("check", "sample", "--kernel", "torch-fp64", "--device", "cpu",
+                               "--budget", "smoke", "-k", "test_tail or test_fit_large_vocab",
+                               report_dir=tmp_path)
+    assert code == 0, output
+    assert "sampling-harness: 2 checks, budget smoke, device cpu" in output
+    assert "[1/2] sample / torch-fp64 / fit_large_vocab: skipped (GPU only)" in output
+    assert "[2/2] sample / torch-fp64 / tail: pass in " in output
+    assert report["budget"] == "smoke"
+    tail = report["checks"][0]
+    assert tail["min_detectable_effect"] > 0.6   # weaker than quick's 60 % shortfall, stated

@@ -16,11 +16,11 @@ MEMCHECK = """\
 =========     Access to 0x7f98de803e18 is out of bounds
 =========     and is 1 bytes after the nearest allocation at 0x7f98de803e00 of size 24 bytes
 =========     Saved host backtrace up to driver entry point at kernel launch time
-========= 
+=========
 ========= Program hit cudaErrorLaunchFailure (error 719) due to "unspecified launch failure" \
 on CUDA API call to cudaDeviceSynchronize.
 =========     Saved host backtrace up to driver entry point at error
-========= 
+=========
 ========= Target application returned an error
 ========= ERROR SUMMARY: 2 errors
 """
@@ -32,7 +32,7 @@ TORCH_ONLY = """\
 =========     by thread (3,0,0) in block (0,0,0)
 =========     Address 0x7f3890800808
 =========     Saved host backtrace up to driver entry point at kernel launch time
-========= 
+=========
 ========= ERROR SUMMARY: 1 error
 """
 

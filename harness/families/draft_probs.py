@@ -38,6 +38,7 @@ class DraftProbsBudget:
 
 
 BUDGETS = {
+    "smoke": DraftProbsBudget("smoke", generated_batches=100, max_vocab=64),
     "quick": DraftProbsBudget("quick", generated_batches=500, max_vocab=64),
     "standard": DraftProbsBudget("standard", generated_batches=2000, max_vocab=1031),
     "thorough": DraftProbsBudget("thorough", generated_batches=20000, max_vocab=4099),

@@ -44,6 +44,8 @@ class LogprobsBudget:
 
 
 BUDGETS = {
+    "smoke": LogprobsBudget("smoke", curated_vocab=257, generated_batches=2,
+                            generated_max_vocab=100, large_vocab=151936),
     "quick": LogprobsBudget("quick", curated_vocab=257, generated_batches=8,
                             generated_max_vocab=300, large_vocab=151936),
     "standard": LogprobsBudget("standard", curated_vocab=4099, generated_batches=40,

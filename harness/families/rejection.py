@@ -47,6 +47,10 @@ class RejectionBudget:
 
 
 BUDGETS = {
+    "smoke": RejectionBudget("smoke", accept_shift=0.15, joint_tv=0.12, joint_vocab=11,
+                             marginal_tv=0.12, marginal_vocab_cpu=257,
+                             marginal_vocab_gpu=151936, generated_batches=1,
+                             generated_max_vocab=40, never_drafts=2**12, pairs=2**10),
     "quick": RejectionBudget("quick", accept_shift=0.05, joint_tv=0.05, joint_vocab=11,
                              marginal_tv=0.05, marginal_vocab_cpu=257,
                              marginal_vocab_gpu=151936, generated_batches=3,

@@ -38,6 +38,11 @@ class SampleBudget:
 
 
 BUDGETS = {
+    "smoke": SampleBudget("smoke", fit_tv=0.1, fit_max_bins=16, fit_vocab=257,
+                          generated_batches=1, generated_max_vocab=100,
+                          large_vocab=151936, large_tv=0.1,
+                          tail_scales=(1e-2,), tail_expected=50.0,
+                          zero_draws=2**22, pairs=2**10),
     "quick": SampleBudget("quick", fit_tv=0.02, fit_max_bins=32, fit_vocab=257,
                           generated_batches=2, generated_max_vocab=300,
                           large_vocab=151936, large_tv=0.05,

@@ -53,6 +53,10 @@ class SampleLogitsBudget:
 
 
 BUDGETS = {
+    "smoke": SampleLogitsBudget(
+        "smoke", fit_tv=0.12, fit_max_bins=16, fit_vocab=257, generated_batches=1,
+        generated_max_vocab=100, boundary_tv=0.08, large_vocab=151936, large_tv=0.12,
+        tail_scales=(1e-2,), tail_expected=50.0, masked_draws=2**18, pairs=2**10),
     "quick": SampleLogitsBudget(
         "quick", fit_tv=0.05, fit_max_bins=32, fit_vocab=257, generated_batches=2,
         generated_max_vocab=300, boundary_tv=0.03, large_vocab=151936, large_tv=0.05,

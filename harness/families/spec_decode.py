@@ -48,6 +48,8 @@ class SpecDecodeBudget:
 
 
 BUDGETS = {
+    "smoke": SpecDecodeBudget("smoke", limit_requests=16, law_tv=0.12,
+                              acceptance_requests=32),
     "quick": SpecDecodeBudget("quick", limit_requests=64, law_tv=0.05,
                               acceptance_requests=96),
     "standard": SpecDecodeBudget("standard", limit_requests=1024, law_tv=0.01,
