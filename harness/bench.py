@@ -7,6 +7,9 @@ measured on the same device (bytes read + written by a large device-to-device co
 timed call gets a fresh copy of its inputs (kernels may overwrite them) and starts with a
 flushed L2, both outside the timed region; the median of many calls is reported.
 ``--kernel`` adds any target (a user's own kernel) to the table beside the baselines.
+``--cuda-graph`` times the replay of a CUDA graph of one call instead (what an engine's
+decode step pays: launch cost apart), the eager median beside it; a kernel that cannot be
+captured (a host synchronisation, a CPU op) shows "-".
 """
 
 from __future__ import annotations
@@ -63,6 +66,45 @@ def median_ms(call, inputs: dict, calls: int) -> float:
     return statistics.median(begin.elapsed_time(end) for begin, end in events[warm:])
 
 
+def median_graph_ms(call, inputs: dict, calls: int) -> float:
+    """Median milliseconds of replaying a CUDA graph of ``call(work, seed)``, timed as in
+    ``median_ms`` (inputs refreshed and the L2 flushed before each replay, outside the timed
+    region). Two eager warm-up calls on a side stream precede the capture, as torch asks.
+    NaN when the call cannot be captured."""
+    work = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+    flush = torch.empty(64 << 20, dtype=torch.int8, device="cuda")
+
+    def refresh() -> None:
+        for name, value in inputs.items():
+            if isinstance(value, torch.Tensor):
+                work[name].copy_(value)
+
+    graph = torch.cuda.CUDAGraph()
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                call(work, 1000)
+        torch.cuda.current_stream().wait_stream(side)
+        refresh()
+        with torch.cuda.graph(graph):
+            call(work, 1000)
+    except Exception:      # noqa: BLE001 - any failure to capture means "not capturable"
+        torch.cuda.synchronize()
+        return float("nan")
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(3 + calls)]
+    for begin, end in events:
+        refresh()
+        flush.zero_()
+        begin.record()
+        graph.replay()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(begin.elapsed_time(end) for begin, end in events[3:])
+
+
 def copy_bandwidth(device: torch.device) -> float:
     """Bytes per second of a large device copy, counting bytes read and written."""
     n = (1 << 28) if device.type == "cuda" else (1 << 24)
@@ -73,12 +115,14 @@ def copy_bandwidth(device: torch.device) -> float:
 
 
 def run_bench(family_name: str, targets: list[str], device: str, shapes: list[str],
-              report_dir: Path) -> int:
+              report_dir: Path, cuda_graph: bool = False) -> int:
     family = FAMILIES[family_name]
     spec = family.bench
     if spec is None:
         raise HarnessError(f"family {family_name!r} has no benchmark")
     dev = resolve_device(device)
+    if cuda_graph and dev.type != "cuda":
+        raise HarnessError("--cuda-graph needs a CUDA device")
     names = list(dict.fromkeys([*spec.baselines, *(targets or CLEAN.get(family_name, {}))]))
     kernels = {name: load(name, family_name) for name in names}
     try:
@@ -92,26 +136,38 @@ def run_bench(family_name: str, targets: list[str], device: str, shapes: list[st
     rows = []
     for shape, inputs in cases:
         floor = spec.floor_bytes(inputs)
-        times = {name: median_ms(lambda work, seed, fn=k.fn: family.call(fn, work, seed),
-                                 inputs, calls) for name, k in kernels.items()}
+        calls_of = {name: (lambda work, seed, fn=k.fn: family.call(fn, work, seed))
+                    for name, k in kernels.items()}
+        eager = {name: median_ms(call, inputs, calls) for name, call in calls_of.items()}
+        times = {name: median_graph_ms(call, inputs, calls) for name, call in calls_of.items()
+                 } if cuda_graph else eager
         for name, ms in times.items():
             rows.append({"shape": shape, "kernel": name, "median_ms": ms,
+                         "eager_ms": eager[name], "timing": "graph" if cuda_graph else "eager",
                          "GB_per_s": floor / (ms * 1e-3) / 1e9,
                          "pct_of_floor": 100 * (floor / bandwidth) / (ms * 1e-3),
                          **{f"vs_{base}": times[base] / ms for base in spec.baselines}})
     header = (f"device {torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'cpu'}, "
-              f"copy bandwidth {bandwidth / 1e12:.2f} TB/s (read + write), median of {calls}, "
-              f"GB/s and % of floor counted on the floor's bytes")
+              f"copy bandwidth {bandwidth / 1e12:.2f} TB/s (read + write), median of {calls}"
+              + (" CUDA-graph replays (eager calls beside)" if cuda_graph else "")
+              + ", GB/s and % of floor counted on the floor's bytes")
     ratios = " | ".join(f"x {base}" for base in spec.baselines)
-    lines = [header, "", f"| {spec.shape_help} | kernel | median ms | GB/s | % of floor | "
-             f"{ratios} |", "|---" * (5 + len(spec.baselines)) + "|"]
-    lines += [f"| {r['shape']} | {r['kernel']} | {r['median_ms']:.4f} | {r['GB_per_s']:.1f} | "
-              f"{r['pct_of_floor']:.0f}% | "
+    timed = "graph ms | eager ms" if cuda_graph else "median ms"
+    lines = [header, "", f"| {spec.shape_help} | kernel | {timed} | GB/s | % of floor | "
+             f"{ratios} |", "|---" * (5 + cuda_graph + len(spec.baselines)) + "|"]
+    lines += [f"| {r['shape']} | {r['kernel']} | {_ms(r['median_ms'])} | "
+              + (f"{_ms(r['eager_ms'])} | " if cuda_graph else "")
+              + f"{r['GB_per_s']:.1f} | {r['pct_of_floor']:.0f}% | "
               + " | ".join(f"{r[f'vs_{base}']:.2f}" for base in spec.baselines) + " |"
               for r in rows]
+    lines = [line.replace("nan%", "-").replace("| nan ", "| - ") for line in lines]
     table = "\n".join(lines) + "\n"
     print(table)
     atomic_write(report_dir / "bench.md", table)
     atomic_write(report_dir / "bench.json", json.dumps({"header": header, "rows": rows},
                                                          indent=2) + "\n")
     return 0
+
+
+def _ms(value: float) -> str:
+    return "-" if value != value else f"{value:.4f}"

@@ -61,6 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--shape", action="append", default=[], metavar="SHAPE",
                        help="sample: BxV; rejection: BxKxV; logprobs: BxVxK (repeatable)")
     bench.add_argument("--report-dir", default=None)
+    bench.add_argument("--cuda-graph", action="store_true",
+                       help="time CUDA-graph replay of each call (launch cost apart)")
     from harness.simulate import add_arguments
     add_arguments(sub.add_parser("simulate", help="run the speculative-decoding engine"))
     return parser
@@ -137,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "bench":
             from harness.bench import run_bench
             return run_bench(args.family, args.kernel, args.device, args.shape,
-                             _report_dir(args.report_dir))
+                             _report_dir(args.report_dir), args.cuda_graph)
         if args.command == "simulate":
             from harness.simulate import run_simulate
             return run_simulate(args, _report_dir(args.report_dir))

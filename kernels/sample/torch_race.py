@@ -8,7 +8,12 @@ and read by the argmax: about 5 passes over B x V (float64 noise: twice the byte
 import torch
 
 
-def seeded_generator(device: torch.device, seed: int) -> torch.Generator:
+def seeded_generator(device: torch.device, seed: int) -> torch.Generator | None:
+    """A generator seeded with ``seed``; None (torch's default generator, which CUDA graphs
+    capture) while a CUDA graph is being captured, as an engine's graphed decode step draws:
+    each replay then draws fresh noise, and the seed cannot apply."""
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        return None
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
     return generator

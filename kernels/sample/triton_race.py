@@ -16,7 +16,8 @@ alone: block sizes, splits and warps never change the draws.
 
 Memory traffic: probs read once (4 B V bytes) plus one chunk per row and split re-read
 (4 B S 4Q bytes), ids written (8 B bytes); with S > 1 splits, 12 B S bytes of partial
-winners. No noise tensor in memory.
+winners written and read back by the row's last program (a ticket per row block). One
+launch per call. No noise tensor in memory.
 """
 
 import functools
@@ -31,6 +32,9 @@ REFINE_BELOW = tl.constexpr(4096)      # main words within 2^12 of either end ge
 REFINE_BIT = tl.constexpr(1 << 62)     # refinement words: token counters with bit 62 set
 CHUNK_BIT = tl.constexpr(1 << 61)      # chunk variates: chunk counters with bit 61 set
 GPU_WARPS, GPU_PROGRAMS_PER_SM = 2, 4   # swept on an H200: docs/performance.md
+GPU_STAGES, GPU_UNROLL = 1, 1           # level-1 loop: software pipelining, unrolling
+GPU_ROWS, GPU_CHUNKS = 1, 1            # rows per program, chunks per level-1 load
+_SCRATCH: dict = {}                     # (device, stream) -> tickets and split partials
 
 
 @triton.jit
@@ -135,33 +139,73 @@ def race_chunk(seed, rows, winner, n_chunks, p0, p1, p2, p3, BLOCK: tl.constexpr
     return token
 
 
+@triton.jit
+def level1_step(probs_ptr, seed, rows, row_ok, stride, V, n_chunks, step, last, best, winner,
+                C: tl.constexpr, Q: tl.constexpr):
+    """Level 1 over chunks step .. step + C - 1 (those < last): one [BLOCK_R, C, 4Q] load,
+    the chunk masses P_G, their scores P_G / q_G, and the running best (the earliest chunk
+    wins a tie: strict > across steps, leftmost within one)."""
+    chunk = step + tl.arange(0, C)
+    cols = chunk[None, :, None] * (4 * Q) + tl.arange(0, 4 * Q)[None, None, :]
+    ok = row_ok[:, None, None] & (chunk < last)[None, :, None] & (cols < V)
+    p = tl.load(probs_ptr + rows.to(tl.int64)[:, None, None] * stride + cols, mask=ok,
+                other=0.0)
+    mass = tl.sum(p, axis=2)
+    noise = chunk_noise(seed, rows[:, None], chunk[None, :], n_chunks)
+    score = tl.where(mass > 0, mass / noise, -1.0)
+    top, arg = tl.max(score, axis=1, return_indices=True, return_indices_tie_break_left=True)
+    better = top > best
+    return tl.where(better, top, best), tl.where(better, step + arg, winner)
+
+
+@triton.jit
+def merge_splits(best_ptr, part_ptr, ids_ptr, rows, row_ok, B, splits):
+    """Each row's winner over its S splits: the highest level-1 score (the earliest split
+    on a tie); its split's level-2 token is the row's id."""
+    top = tl.full(rows.shape, -3.0, tl.float32)
+    token = tl.zeros(rows.shape, tl.int64)
+    for split in range(splits):
+        score = tl.load(best_ptr + split * B + rows, mask=row_ok, other=-3.0)
+        better = score > top
+        top = tl.where(better, score, top)
+        token = tl.where(better, tl.load(part_ptr + split * B + rows, mask=row_ok, other=0),
+                         token)
+    tl.store(ids_ptr + rows, token, mask=row_ok)
+
+
 @triton.jit(do_not_specialize=["seed"])
-def _race_kernel(probs_ptr, best_ptr, ids_ptr, seed, B, V, stride, n_chunks, chunks_per_split,
-                 BLOCK_R: tl.constexpr, Q: tl.constexpr, SPLIT: tl.constexpr):
+def _race_kernel(probs_ptr, ids_ptr, best_ptr, part_ptr, tickets_ptr, seed, B, V, stride,
+                 n_chunks, chunks_per_split, splits, BLOCK_R: tl.constexpr, Q: tl.constexpr,
+                 SPLIT: tl.constexpr, C: tl.constexpr, STAGES: tl.constexpr,
+                 UNROLL: tl.constexpr):
     """Each program: BLOCK_R rows and a run of chunks. Level 1 picks each row's chunk with
-    the highest P_G / q_G; level 2 races the tokens of that chunk."""
+    the highest P_G / q_G; level 2 races the tokens of that chunk. With S > 1 splits each
+    program writes its (score, token) partial and takes a ticket; the row block's last
+    program merges the S partials (one launch per call, capturable in a CUDA graph)."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_ok = rows < B
     first = tl.program_id(1) * chunks_per_split
     last = tl.minimum(first + chunks_per_split, n_chunks)
     best = tl.full([BLOCK_R], -2.0, tl.float32)
     winner = tl.zeros([BLOCK_R], tl.int32) + first
-    for chunk in range(first, last):
-        p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V,
-                                     tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q, Q)
-        mass = tl.sum(p0 + p1 + p2 + p3, axis=1)
-        level1 = tl.where(mass > 0, mass / chunk_noise(seed, rows, chunk, n_chunks), -1.0)
-        better = level1 > best
-        best = tl.where(better, level1, best)
-        winner = tl.where(better, chunk, winner)
+    for step in tl.range(first, last, C, num_stages=STAGES, loop_unroll_factor=UNROLL):
+        best, winner = level1_step(probs_ptr, seed, rows, row_ok, stride, V, n_chunks, step,
+                                   last, best, winner, C, Q)
 
     col0 = (winner * 4 * Q)[:, None]
     p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q)
     token = race_chunk(seed, rows, winner, n_chunks, p0, p1, p2, p3, BLOCK_R, Q)
-    out = tl.program_id(1) * B + rows
-    tl.store(ids_ptr + out, token, mask=row_ok)
     if SPLIT:
+        out = tl.program_id(1) * B + rows
+        tl.store(part_ptr + out, token, mask=row_ok)
         tl.store(best_ptr + out, best, mask=row_ok)
+        tl.debug_barrier()                                 # all threads' stores, then release
+        ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)     # acq_rel, gpu scope
+        if ticket == splits - 1:                           # the last of the row block's S
+            tl.atomic_xchg(tickets_ptr + tl.program_id(0), 0)         # ready for the next call
+            merge_splits(best_ptr, part_ptr, ids_ptr, rows, row_ok, B, splits)
+    else:
+        tl.store(ids_ptr + rows, token, mask=row_ok)
 
 
 @triton.jit(do_not_specialize=["seed"])
@@ -199,18 +243,42 @@ def _multiprocessors(device: torch.device) -> int:
 
 def _launch_shape(batch: int, vocab: int, device: torch.device):
     """(BLOCK_R, splits, num_warps). Interpreter: 2^17-token tiles (it pays per program and
-    per loop trip). GPU: one row per program, rows split into runs of chunks until there
-    are GPU_PROGRAMS_PER_SM programs per SM."""
+    per loop trip). GPU: GPU_ROWS rows per program, rows split into runs of chunks until
+    there are GPU_PROGRAMS_PER_SM programs per SM."""
     q = quarter_width(vocab)
     if INTERPRET or device.type != "cuda":
         return min(triton.next_power_of_2(batch), max(1, 2**17 // (4 * q))), 1, 4
     chunks = triton.cdiv(vocab, 4 * q)
-    wanted = triton.cdiv(GPU_PROGRAMS_PER_SM * _multiprocessors(device), batch)
-    return 1, min(chunks, max(1, wanted)), GPU_WARPS
+    rows = min(GPU_ROWS, triton.next_power_of_2(batch))
+    wanted = triton.cdiv(GPU_PROGRAMS_PER_SM * _multiprocessors(device), triton.cdiv(batch, rows))
+    return rows, min(chunks, max(1, wanted)), GPU_WARPS
+
+
+def _chunks_per_step(block_r: int, q: int, per_split: int, device: torch.device) -> int:
+    """C, the chunks of one level-1 load: GPU_CHUNKS on a GPU; in the interpreter as many
+    as fill a 2^17-token tile with the block's rows (fewer loop trips)."""
+    wanted = GPU_CHUNKS if device.type == "cuda" and not INTERPRET else \
+        max(1, 2**17 // (block_r * 4 * q))
+    return min(triton.next_power_of_2(wanted), triton.next_power_of_2(per_split))
+
+
+def _scratch(device: torch.device, tickets: int, partials: int):
+    """(tickets int32, scores float32, tokens int64) of at least these sizes, kept per
+    (device, stream) so that only calls in stream order share them. Tickets are zeros, as
+    every call leaves them (call once before capturing a CUDA graph, so that they exist)."""
+    key = device, torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    held = _SCRATCH.get(key)
+    if held is None or held[0].numel() < tickets or held[1].numel() < partials:
+        held = (torch.zeros(max(tickets, 1024), dtype=torch.int32, device=device),
+                torch.empty(max(partials, 1 << 16), dtype=torch.float32, device=device),
+                torch.empty(max(partials, 1 << 16), dtype=torch.int64, device=device))
+        _SCRATCH[key] = held
+    return held
 
 
 def race_exact(probs: torch.Tensor, seed: int) -> torch.Tensor:
-    """Family ``sample``: one token id per row of ``probs`` (float32 [B, V]), as int64."""
+    """Family ``sample``: one token id per row of ``probs`` (float32 [B, V]), as int64.
+    One kernel launch, no host synchronisation: capturable in a CUDA graph."""
     if probs.dtype != torch.float32 or probs.dim() != 2:
         raise ValueError(f"probs must be float32 [B, V], got {probs.dtype} {tuple(probs.shape)}")
     batch, vocab = probs.shape
@@ -220,15 +288,16 @@ def race_exact(probs: torch.Tensor, seed: int) -> torch.Tensor:
     block_r, splits, warps = _launch_shape(batch, vocab, probs.device)
     per_split = triton.cdiv(chunks, splits)
     splits = triton.cdiv(chunks, per_split)
-    ids = torch.empty((splits, batch), dtype=torch.int64, device=probs.device)
-    best = torch.empty((splits, batch), dtype=torch.float32, device=probs.device) \
-        if splits > 1 else ids
-    _race_kernel[(triton.cdiv(batch, block_r), splits)](
-        probs, best, ids, seed, batch, vocab, probs.stride(0), chunks, per_split,
-        BLOCK_R=block_r, Q=q, SPLIT=splits > 1, num_warps=warps)
-    if splits == 1:
-        return ids[0]
-    return ids.gather(0, best.argmax(dim=0, keepdim=True))[0]
+    row_blocks = triton.cdiv(batch, block_r)
+    ids = torch.empty(batch, dtype=torch.int64, device=probs.device)
+    tickets, best, part = _scratch(probs.device, row_blocks, splits * batch) \
+        if splits > 1 else (ids, ids, ids)
+    _race_kernel[(row_blocks, splits)](
+        probs, ids, best, part, tickets, seed, batch, vocab, probs.stride(0), chunks,
+        per_split, splits, BLOCK_R=block_r, Q=q, SPLIT=splits > 1,
+        C=_chunks_per_step(block_r, q, per_split, probs.device), STAGES=GPU_STAGES,
+        UNROLL=GPU_UNROLL, num_warps=warps)
+    return ids
 
 
 def race_bits(batch: int, vocab: int, seed: int, device):
