@@ -31,9 +31,9 @@ INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 REFINE_BELOW = tl.constexpr(4096)      # main words within 2^12 of either end get 32 more bits
 REFINE_BIT = tl.constexpr(1 << 62)     # refinement words: token counters with bit 62 set
 CHUNK_BIT = tl.constexpr(1 << 61)      # chunk variates: chunk counters with bit 61 set
-GPU_WARPS, GPU_PROGRAMS_PER_SM = 2, 4   # swept on an H200: docs/performance.md
-GPU_STAGES, GPU_UNROLL = 1, 1           # level-1 loop: software pipelining, unrolling
-GPU_ROWS, GPU_CHUNKS = 1, 1            # rows per program, chunks per level-1 load
+GPU_WARPS, GPU_PROGRAMS_PER_SM = 4, 1   # swept on an H100 (docs/performance.md): with one
+GPU_STAGES, GPU_UNROLL = 4, 1           # program per SM-share, 256 rows are not split
+GPU_ROWS = 1                            # rows per program
 _SCRATCH: dict = {}                     # (device, stream) -> tickets and split partials
 
 
@@ -140,25 +140,6 @@ def race_chunk(seed, rows, winner, n_chunks, p0, p1, p2, p3, BLOCK: tl.constexpr
 
 
 @triton.jit
-def level1_step(probs_ptr, seed, rows, row_ok, stride, V, n_chunks, step, last, best, winner,
-                C: tl.constexpr, Q: tl.constexpr):
-    """Level 1 over chunks step .. step + C - 1 (those < last): one [BLOCK_R, C, 4Q] load,
-    the chunk masses P_G, their scores P_G / q_G, and the running best (the earliest chunk
-    wins a tie: strict > across steps, leftmost within one)."""
-    chunk = step + tl.arange(0, C)
-    cols = chunk[None, :, None] * (4 * Q) + tl.arange(0, 4 * Q)[None, None, :]
-    ok = row_ok[:, None, None] & (chunk < last)[None, :, None] & (cols < V)
-    p = tl.load(probs_ptr + rows.to(tl.int64)[:, None, None] * stride + cols, mask=ok,
-                other=0.0)
-    mass = tl.sum(p, axis=2)
-    noise = chunk_noise(seed, rows[:, None], chunk[None, :], n_chunks)
-    score = tl.where(mass > 0, mass / noise, -1.0)
-    top, arg = tl.max(score, axis=1, return_indices=True, return_indices_tie_break_left=True)
-    better = top > best
-    return tl.where(better, top, best), tl.where(better, step + arg, winner)
-
-
-@triton.jit
 def merge_splits(best_ptr, part_ptr, ids_ptr, rows, row_ok, B, splits):
     """Each row's winner over its S splits: the highest level-1 score (the earliest split
     on a tie); its split's level-2 token is the row's id."""
@@ -176,8 +157,7 @@ def merge_splits(best_ptr, part_ptr, ids_ptr, rows, row_ok, B, splits):
 @triton.jit(do_not_specialize=["seed"])
 def _race_kernel(probs_ptr, ids_ptr, best_ptr, part_ptr, tickets_ptr, seed, B, V, stride,
                  n_chunks, chunks_per_split, splits, BLOCK_R: tl.constexpr, Q: tl.constexpr,
-                 SPLIT: tl.constexpr, C: tl.constexpr, STAGES: tl.constexpr,
-                 UNROLL: tl.constexpr):
+                 SPLIT: tl.constexpr, STAGES: tl.constexpr, UNROLL: tl.constexpr):
     """Each program: BLOCK_R rows and a run of chunks. Level 1 picks each row's chunk with
     the highest P_G / q_G; level 2 races the tokens of that chunk. With S > 1 splits each
     program writes its (score, token) partial and takes a ticket; the row block's last
@@ -188,9 +168,14 @@ def _race_kernel(probs_ptr, ids_ptr, best_ptr, part_ptr, tickets_ptr, seed, B, V
     last = tl.minimum(first + chunks_per_split, n_chunks)
     best = tl.full([BLOCK_R], -2.0, tl.float32)
     winner = tl.zeros([BLOCK_R], tl.int32) + first
-    for step in tl.range(first, last, C, num_stages=STAGES, loop_unroll_factor=UNROLL):
-        best, winner = level1_step(probs_ptr, seed, rows, row_ok, stride, V, n_chunks, step,
-                                   last, best, winner, C, Q)
+    for chunk in tl.range(first, last, num_stages=STAGES, loop_unroll_factor=UNROLL):
+        p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V,
+                                     tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q, Q)
+        mass = tl.sum(p0 + p1 + p2 + p3, axis=1)
+        level1 = tl.where(mass > 0, mass / chunk_noise(seed, rows, chunk, n_chunks), -1.0)
+        better = level1 > best
+        best = tl.where(better, level1, best)
+        winner = tl.where(better, chunk, winner)
 
     col0 = (winner * 4 * Q)[:, None]
     p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q)
@@ -254,14 +239,6 @@ def _launch_shape(batch: int, vocab: int, device: torch.device):
     return rows, min(chunks, max(1, wanted)), GPU_WARPS
 
 
-def _chunks_per_step(block_r: int, q: int, per_split: int, device: torch.device) -> int:
-    """C, the chunks of one level-1 load: GPU_CHUNKS on a GPU; in the interpreter as many
-    as fill a 2^17-token tile with the block's rows (fewer loop trips)."""
-    wanted = GPU_CHUNKS if device.type == "cuda" and not INTERPRET else \
-        max(1, 2**17 // (block_r * 4 * q))
-    return min(triton.next_power_of_2(wanted), triton.next_power_of_2(per_split))
-
-
 def _scratch(device: torch.device, tickets: int, partials: int):
     """(tickets int32, scores float32, tokens int64) of at least these sizes, kept per
     (device, stream) so that only calls in stream order share them. Tickets are zeros, as
@@ -294,8 +271,7 @@ def race_exact(probs: torch.Tensor, seed: int) -> torch.Tensor:
         if splits > 1 else (ids, ids, ids)
     _race_kernel[(row_blocks, splits)](
         probs, ids, best, part, tickets, seed, batch, vocab, probs.stride(0), chunks,
-        per_split, splits, BLOCK_R=block_r, Q=q, SPLIT=splits > 1,
-        C=_chunks_per_step(block_r, q, per_split, probs.device), STAGES=GPU_STAGES,
+        per_split, splits, BLOCK_R=block_r, Q=q, SPLIT=splits > 1, STAGES=GPU_STAGES,
         UNROLL=GPU_UNROLL, num_warps=warps)
     return ids
 
