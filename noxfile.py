@@ -34,9 +34,10 @@ def lint(session):
 
 @nox.session
 def check(session):
-    """The main job: every registered clean kernel, default device and budget."""
+    """The main job: every registered clean kernel, default device, smoke budget (posargs
+    such as ``--budget quick`` override it)."""
     _install(session)
-    session.run("sampling-harness", "check", "all", *session.posargs)
+    session.run("sampling-harness", "check", "all", "--budget", "smoke", *session.posargs)
 
 
 @nox.session(venv_backend="none")
