@@ -29,12 +29,14 @@ from harness.runner import resolve_device
 from kernels import CLEAN
 
 
-def median_ms(call, inputs: dict, calls: int) -> float:
+def median_ms(call, inputs: dict, calls: int, graph: bool = False) -> float:
     """Median milliseconds of ``call(work, seed)``, ``work`` a copy of ``inputs``. Before
     each call, outside the timed region, every tensor input is refreshed from its original
     (a reused, overwritten input can turn denormal and slow) and the L2 is flushed. On a
     GPU the calls are timed by device events and synchronised once at the end, so the host
-    runs ahead and its launch gaps are not timed. On a CPU: wall time."""
+    runs ahead and its launch gaps are not timed. On a CPU: wall time. With ``graph`` the
+    timed step is the replay of a CUDA graph of one call instead (NaN when the call cannot
+    be captured)."""
     work = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
     device = next(v.device for v in inputs.values() if isinstance(v, torch.Tensor))
     cuda = device.type == "cuda"
@@ -46,12 +48,19 @@ def median_ms(call, inputs: dict, calls: int) -> float:
             if isinstance(value, torch.Tensor):
                 work[name].copy_(value)
 
+    def step(i: int) -> None:
+        call(work, 1000 + i)
+
+    if graph:
+        step = _captured(call, work, refresh)
+        if step is None:
+            return float("nan")
     if not cuda:
         times = []
         for i in range(warm + calls):
             refresh()
             started = time.perf_counter()
-            call(work, 1000 + i)
+            step(i)
             times.append((time.perf_counter() - started) * 1e3)
         return statistics.median(times[warm:])
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
@@ -60,25 +69,15 @@ def median_ms(call, inputs: dict, calls: int) -> float:
         refresh()
         flush.zero_()
         begin.record()
-        call(work, 1000 + i)
+        step(i)
         end.record()
     torch.cuda.synchronize()
     return statistics.median(begin.elapsed_time(end) for begin, end in events[warm:])
 
 
-def median_graph_ms(call, inputs: dict, calls: int) -> float:
-    """Median milliseconds of replaying a CUDA graph of ``call(work, seed)``, timed as in
-    ``median_ms`` (inputs refreshed and the L2 flushed before each replay, outside the timed
-    region). Two eager warm-up calls on a side stream precede the capture, as torch asks.
-    NaN when the call cannot be captured."""
-    work = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
-    flush = torch.empty(64 << 20, dtype=torch.int8, device="cuda")
-
-    def refresh() -> None:
-        for name, value in inputs.items():
-            if isinstance(value, torch.Tensor):
-                work[name].copy_(value)
-
+def _captured(call, work: dict, refresh):
+    """``step(i)`` replaying a CUDA graph of ``call(work, 1000)``, captured after two eager
+    warm-up calls on a side stream, as torch asks; None when the call cannot be captured."""
     graph = torch.cuda.CUDAGraph()
     try:
         side = torch.cuda.Stream()
@@ -92,17 +91,8 @@ def median_graph_ms(call, inputs: dict, calls: int) -> float:
             call(work, 1000)
     except Exception:      # noqa: BLE001 - any failure to capture means "not capturable"
         torch.cuda.synchronize()
-        return float("nan")
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(3 + calls)]
-    for begin, end in events:
-        refresh()
-        flush.zero_()
-        begin.record()
-        graph.replay()
-        end.record()
-    torch.cuda.synchronize()
-    return statistics.median(begin.elapsed_time(end) for begin, end in events[3:])
+        return None
+    return lambda i: graph.replay()
 
 
 def copy_bandwidth(device: torch.device) -> float:
@@ -139,8 +129,8 @@ def run_bench(family_name: str, targets: list[str], device: str, shapes: list[st
         calls_of = {name: (lambda work, seed, fn=k.fn: family.call(fn, work, seed))
                     for name, k in kernels.items()}
         eager = {name: median_ms(call, inputs, calls) for name, call in calls_of.items()}
-        times = {name: median_graph_ms(call, inputs, calls) for name, call in calls_of.items()
-                 } if cuda_graph else eager
+        times = {name: median_ms(call, inputs, calls, graph=True)
+                 for name, call in calls_of.items()} if cuda_graph else eager
         for name, ms in times.items():
             rows.append({"shape": shape, "kernel": name, "median_ms": ms,
                          "eager_ms": eager[name], "timing": "graph" if cuda_graph else "eager",

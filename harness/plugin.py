@@ -76,7 +76,8 @@ class HarnessSession:
                                Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S"))
         self.statistical_checks = 0
         self.verdicts: list[Verdict] = []
-        self.total, self.done = 0, 0              # checks collected, checks finished
+        self.checks: set[str] = set()             # node ids of the collected checks
+        self.done = 0                             # checks finished
         self.finished: str | None = None          # the progress line of the check just run
         self.plugins = config.pluginmanager
         self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -121,9 +122,9 @@ class HarnessSession:
         self.done += 1
         terminal = self.plugins.get_plugin("terminalreporter")
         if terminal is not None:
-            width = len(str(self.total))
+            width = len(str(len(self.checks)))
             terminal.ensure_newline()
-            terminal.write_line(f"[{self.done:{width}d}/{self.total}] {line}")
+            terminal.write_line(f"[{self.done:{width}d}/{len(self.checks)}] {line}")
 
 
 def pytest_configure(config):
@@ -172,11 +173,12 @@ def pytest_collection_modifyitems(session, config, items):
 
 def pytest_collection_finish(session):
     state = session.config.stash[SESSION]
-    state.total = sum("check" in getattr(item, "fixturenames", ()) for item in session.items)
+    state.checks = {item.nodeid for item in session.items
+                    if "check" in getattr(item, "fixturenames", ())}
     terminal = state.plugins.get_plugin("terminalreporter")
-    if terminal is not None and state.total:
+    if terminal is not None and state.checks:
         terminal.write_line(
-            f"sampling-harness: {state.total} checks, budget {state.budget}, device "
+            f"sampling-harness: {len(state.checks)} checks, budget {state.budget}, device "
             f"{state.device}, harness seed {state.harness_seed}"
             + (f", under compute-sanitizer {state.sanitize}" if state.sanitize else ""))
 
@@ -192,9 +194,11 @@ def pytest_runtest_setup(item):
 
 
 def pytest_report_teststatus(report, config):
-    """No progress dots for checks: each prints its own line (``HarnessSession.progress``)."""
-    if "check" in getattr(report, "fixturenames", ()) or report.when == "call" or (
-            report.skipped and report.when == "setup"):
+    """No progress dots for checks: each prints its own line (``HarnessSession.progress``);
+    other tests keep pytest's."""
+    state = config.stash.get(SESSION, None)
+    if state is not None and report.nodeid in state.checks and (
+            report.when == "call" or report.skipped and report.when == "setup"):
         return report.outcome, "", report.outcome.upper()
     return None
 

@@ -129,6 +129,10 @@ def judge(errors: list[SanitizerError], tool: str, log: Path, child: dict | None
     tool's own count of errors, printed or not."""
     own = [e for e in errors if e.kernel and not e.torch_own]
     others = [e for e in errors if e not in own]
+    checked = ((child or {}).get("checks") or [{}])[0]
+    scope = dict(samples=checked.get("details", {}).get("kernel_calls"), min_detectable_effect=1.0,
+                 effect="errors the tool reports in the kernel's launches over its calls "
+                        "(any fails)")
     details = {"tool": tool, "log": str(log), "errors": total or len(errors),
                "kernel_errors": [e.line() for e in own[:20]],
                "warnings": [e.line() for e in others[:20]], "child": child_note}
@@ -139,11 +143,12 @@ def judge(errors: list[SanitizerError], tool: str, log: Path, child: dict | None
             errors) else ""
         return Outcome(False, f"{tool}: {len(own)} errors{shown} in the kernel's launches, "
                               f"the first: "
-                              f"{own[0].line()}{warn}; log {log}", details=details)
+                              f"{own[0].line()}{warn}; log {log}", details=details, **scope)
     if child is None or child.get("verdict") != "pass":
-        return Outcome(False, f"under {tool}: {child_note}{warn}; log {log}", details=details)
+        return Outcome(False, f"under {tool}: {child_note}{warn}; log {log}", details=details,
+                       **scope)
     return Outcome(True, f"{tool}: no error in the kernel's launches{warn}; log {log}",
-                   details=details)
+                   details=details, **scope)
 
 
 def run_under_tool(tool: str, pytest_args: list[str], directory: Path,

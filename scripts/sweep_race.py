@@ -11,7 +11,7 @@ import sys
 import torch
 
 import kernels.sample.triton_race as tr
-from harness.bench import copy_bandwidth, median_graph_ms
+from harness.bench import copy_bandwidth, median_ms
 
 device = torch.device("cuda")
 bandwidth = copy_bandwidth(device)
@@ -28,8 +28,8 @@ for batch, vocab in shapes:
             (1, 2), (2, 4, 8), (1, 3, 4), (1, 2), (1, 2, 3, 4, 8)):
         tr.GPU_ROWS, tr.GPU_WARPS, tr.GPU_STAGES, tr.GPU_UNROLL, tr.GPU_PROGRAMS_PER_SM = \
             block_r, warps, stages, unroll, per_sm
-        ms = median_graph_ms(lambda work, seed: tr.race_exact(work["probs"], seed),
-                             {"probs": probs}, 20)
+        ms = median_ms(lambda work, seed: tr.race_exact(work["probs"], seed),
+                       {"probs": probs}, 20, graph=True)
         rows.append((ms, block_r, warps, per_sm, stages, unroll))
     for ms, block_r, warps, per_sm, stages, unroll in sorted(rows)[:10]:
         print(f"| {batch}x{vocab} | {block_r} | {warps} | {per_sm} | {stages} | {unroll} | "

@@ -36,7 +36,8 @@ TORCH_ONLY = """\
 ========= ERROR SUMMARY: 1 error
 """
 
-CHILD_PASS = {"verdict": "pass", "checks": [{"verdict": "pass", "message": "ok"}]}
+CHILD_PASS = {"verdict": "pass", "checks": [{"verdict": "pass", "message": "ok",
+                                              "details": {"kernel_calls": 12}}]}
 
 
 def test_a_memcheck_log_splits_into_the_kernel_error_and_a_host_error():
@@ -72,7 +73,8 @@ def test_errors_in_torchs_own_kernels_are_warnings(tmp_path):
 def test_a_clean_log_passes_and_a_failed_child_check_fails(tmp_path):
     clean = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"
     assert parse_log(clean) == []
-    assert judge([], "racecheck", tmp_path / "r.log", CHILD_PASS, "ok").passed
+    clean = judge([], "racecheck", tmp_path / "r.log", CHILD_PASS, "ok")
+    assert clean.passed and clean.samples == 12 and clean.min_detectable_effect == 1.0
     failed = {"verdict": "fail", "checks": [{"verdict": "fail", "message": "slot unwritten"}]}
     outcome = judge([], "racecheck", tmp_path / "r.log", failed, "the check failed: slot")
     assert not outcome.passed and "the check failed: slot" in outcome.message

@@ -33,7 +33,6 @@ and 3.9, fp32, K = 21, BLOCK 1024, 8 warps): 53 instructions per element, 80 reg
 """
 
 import contextlib
-import functools
 import os
 
 import numpy as np
@@ -42,6 +41,7 @@ import triton
 import triton.language as tl
 
 from kernels.logprobs.torch_logprobs import kept_entries
+from kernels.split_scratch import multiprocessors, split_scratch
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
@@ -49,7 +49,6 @@ GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM = 1024, 8, 4   # BLOCK >= 128 warps; s
 # scripts/sweep_logprobs.py
 SPLITS = None                           # forces S, the splits of a row, when set
 CPU_BLOCK, CPU_TILE = 4096, 2**20       # CPU: columns per block; a program's rows K BLOCK
-_SCRATCH: dict = {}                     # (device, stream) -> tickets and partials
 LOWEST = tl.constexpr(-3.4028234663852886e38)   # the lowest finite float32
 LOG2E = tl.constexpr(1.4426950408889634)
 
@@ -241,25 +240,6 @@ def id_groups(slots: int) -> tuple[int, int, int, int]:
     return (*sizes, *[1] * (3 - len(sizes)), len(sizes))
 
 
-def _scratch(device: torch.device, tickets: int, partials: int):
-    """(tickets, partials): int32 buffers of at least these sizes, kept per (device, stream)
-    so that only calls in stream order share them. Tickets are zeros, as every call leaves
-    them; the partials need no initial value."""
-    key = device, torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    ticket_buf, partial_buf = _SCRATCH.get(key, (None, None))
-    if ticket_buf is None or ticket_buf.numel() < tickets:
-        ticket_buf = torch.zeros(max(tickets, 1024), dtype=torch.int32, device=device)
-    if partial_buf is None or partial_buf.numel() < partials:
-        partial_buf = torch.empty(max(partials, 1 << 16), dtype=torch.int32, device=device)
-    _SCRATCH[key] = ticket_buf, partial_buf
-    return ticket_buf, partial_buf
-
-
-@functools.cache
-def _multiprocessors(device: torch.device) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
 def _launch_shape(batch: int, vocab: int, slots: int, device: torch.device):
     """(BLOCK_R, BLOCK, num_warps, S, CHUNK). GPU: one row per program, a row split into S
     chunks of whole blocks, S such that there are GPU_PROGRAMS_PER_SM programs per SM.
@@ -271,7 +251,7 @@ def _launch_shape(batch: int, vocab: int, slots: int, device: torch.device):
         rows, warps, wanted = max(1, min(triton.next_power_of_2(batch), CPU_TILE // tile)), 4, 1
     else:
         rows, block, warps = 1, GPU_BLOCK, GPU_WARPS
-        wanted = triton.cdiv(GPU_PROGRAMS_PER_SM * _multiprocessors(device), batch)
+        wanted = triton.cdiv(GPU_PROGRAMS_PER_SM * multiprocessors(device), batch)
     blocks = triton.cdiv(vocab, block)
     chunk = triton.cdiv(blocks, max(1, min(blocks, SPLITS or wanted))) * block
     return rows, block, warps, triton.cdiv(vocab, chunk), chunk
@@ -296,7 +276,8 @@ def logprobs_triton(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
     block_r, block, warps, splits, chunk = _launch_shape(batch, vocab, slots, device)
     g1, g2, g3, groups = id_groups(slots)
     row_blocks = triton.cdiv(batch, block_r)
-    tickets, partials = _scratch(device, row_blocks, splits * batch * (slots + 2))
+    tickets, partials = split_scratch("triton-logprobs", device, row_blocks,
+                                      splits * batch * (slots + 2), (torch.int32,))
     # the interpreter computes e^-|z - m| from m = LOWEST in numpy, which warns on overflow
     with np.errstate(over="ignore") if INTERPRET else contextlib.nullcontext():
         _logprobs_kernel[(row_blocks, splits)](

@@ -20,12 +20,13 @@ winners written and read back by the row's last program (a ticket per row block)
 launch per call. No noise tensor in memory.
 """
 
-import functools
 import os
 
 import torch
 import triton
 import triton.language as tl
+
+from kernels.split_scratch import multiprocessors, split_scratch
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 REFINE_BELOW = tl.constexpr(4096)      # main words within 2^12 of either end get 32 more bits
@@ -34,7 +35,6 @@ CHUNK_BIT = tl.constexpr(1 << 61)      # chunk variates: chunk counters with bit
 GPU_WARPS, GPU_PROGRAMS_PER_SM = 4, 1   # swept on an H100 (docs/performance.md): with one
 GPU_STAGES, GPU_UNROLL = 4, 1           # program per SM-share, 256 rows are not split
 GPU_ROWS = 1                            # rows per program
-_SCRATCH: dict = {}                     # (device, stream) -> tickets and split partials
 
 
 @triton.jit
@@ -221,11 +221,6 @@ def quarter_width(vocab: int) -> int:
     return min(512, triton.next_power_of_2(max(1, -(-vocab // 4))))
 
 
-@functools.cache
-def _multiprocessors(device: torch.device) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
 def _launch_shape(batch: int, vocab: int, device: torch.device):
     """(BLOCK_R, splits, num_warps). Interpreter: 2^17-token tiles (it pays per program and
     per loop trip). GPU: GPU_ROWS rows per program, rows split into runs of chunks until
@@ -235,22 +230,8 @@ def _launch_shape(batch: int, vocab: int, device: torch.device):
         return min(triton.next_power_of_2(batch), max(1, 2**17 // (4 * q))), 1, 4
     chunks = triton.cdiv(vocab, 4 * q)
     rows = min(GPU_ROWS, triton.next_power_of_2(batch))
-    wanted = triton.cdiv(GPU_PROGRAMS_PER_SM * _multiprocessors(device), triton.cdiv(batch, rows))
+    wanted = triton.cdiv(GPU_PROGRAMS_PER_SM * multiprocessors(device), triton.cdiv(batch, rows))
     return rows, min(chunks, max(1, wanted)), GPU_WARPS
-
-
-def _scratch(device: torch.device, tickets: int, partials: int):
-    """(tickets int32, scores float32, tokens int64) of at least these sizes, kept per
-    (device, stream) so that only calls in stream order share them. Tickets are zeros, as
-    every call leaves them (call once before capturing a CUDA graph, so that they exist)."""
-    key = device, torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    held = _SCRATCH.get(key)
-    if held is None or held[0].numel() < tickets or held[1].numel() < partials:
-        held = (torch.zeros(max(tickets, 1024), dtype=torch.int32, device=device),
-                torch.empty(max(partials, 1 << 16), dtype=torch.float32, device=device),
-                torch.empty(max(partials, 1 << 16), dtype=torch.int64, device=device))
-        _SCRATCH[key] = held
-    return held
 
 
 def race_exact(probs: torch.Tensor, seed: int) -> torch.Tensor:
@@ -267,8 +248,9 @@ def race_exact(probs: torch.Tensor, seed: int) -> torch.Tensor:
     splits = triton.cdiv(chunks, per_split)
     row_blocks = triton.cdiv(batch, block_r)
     ids = torch.empty(batch, dtype=torch.int64, device=probs.device)
-    tickets, best, part = _scratch(probs.device, row_blocks, splits * batch) \
-        if splits > 1 else (ids, ids, ids)
+    tickets, best, part = split_scratch(
+        "triton-exact", probs.device, row_blocks, splits * batch, (torch.float32, torch.int64)
+    ) if splits > 1 else (ids, ids, ids)
     _race_kernel[(row_blocks, splits)](
         probs, ids, best, part, tickets, seed, batch, vocab, probs.stride(0), chunks,
         per_split, splits, BLOCK_R=block_r, Q=q, SPLIT=splits > 1, STAGES=GPU_STAGES,

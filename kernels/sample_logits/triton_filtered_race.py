@@ -29,7 +29,6 @@ Which rows take which path:
 * all but the candidate rows: ``_row_race`` over the whole row with threshold c.
 """
 
-import functools
 import os
 
 import torch
@@ -38,6 +37,7 @@ import triton.language as tl
 
 from kernels.logprobs.torch_logprobs import kept_entries
 from kernels.sample.triton_race import REFINE_BELOW, exponential, fold
+from kernels.split_scratch import multiprocessors
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 KMAX, TOP_P_CANDIDATES, GROUPS = 1024, 256, 1024
@@ -146,17 +146,12 @@ def top_p_cutoff(vals: torch.Tensor, keep: torch.Tensor, temperature: torch.Tens
     return cutoff, w.sum(dim=1) >= bound[:, 0]
 
 
-@functools.cache
-def _multiprocessors(device: torch.device) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
 def _launch(rows: int, vocab: int, device: torch.device):
     """(BLOCK_R, BLOCK, splits): the interpreter gets few programs with large tiles."""
     if INTERPRET or device.type != "cuda":
         block = min(4096, triton.next_power_of_2(vocab))
         return max(1, min(triton.next_power_of_2(rows), CPU_TILE // block)), block, 1
-    sms = _multiprocessors(device)
+    sms = multiprocessors(device)
     splits = max(1, min(triton.cdiv(vocab, GPU_BLOCK), GPU_PROGRAMS_PER_SM * sms // rows))
     return 1, GPU_BLOCK, splits
 
