@@ -50,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--call-timeout", type=_positive(float), default=600.0)
     check.add_argument("--family-alpha", type=_positive(float, 1.0),
                        default=DEFAULT_FAMILY_ALPHA)
+    check.add_argument("--statistical-checks", type=_positive(int), default=None, metavar="N",
+                       help="split the false-fail budget as if over N statistical checks "
+                            "(set by reproduce commands; default: count the selected run's)")
     check.add_argument("--sanitize", default=None, choices=TOOLS,
                        help="re-run the validity checks under compute-sanitizer (GPU only)")
     sub.add_parser("list", help="families, kernels and mutants")
@@ -99,6 +102,8 @@ def run_check(args) -> int:
         pytest_args += ["-k", args.select]
     if args.sanitize:
         pytest_args += ["--sanitize", args.sanitize]
+    if args.statistical_checks:
+        pytest_args += ["--statistical-checks", str(args.statistical_checks)]
 
     import pytest
     code = pytest.main(pytest_args)

@@ -50,6 +50,9 @@ def pytest_addoption(parser):
                     help="seconds one kernel call may take before it counts as hung")
     group.addoption("--family-alpha", type=float, default=DEFAULT_FAMILY_ALPHA,
                     help="false-fail budget of the whole run, split across its checks")
+    group.addoption("--statistical-checks", type=int, default=None, metavar="N",
+                    help="split the false-fail budget as if the run had N statistical checks "
+                         "(reproducing one check of a larger run; default: count them)")
     group.addoption("--sanitize", default=None, choices=TOOLS,
                     help="re-run each family's validity checks under compute-sanitizer "
                          "(GPU only)")
@@ -70,6 +73,9 @@ class HarnessSession:
         self.call_timeout: float = opt("call_timeout")
         self.family_alpha: float = opt("family_alpha")
         self.sanitize: str | None = opt("sanitize")
+        self.pinned_checks: int | None = opt("statistical_checks")
+        if self.pinned_checks is not None and self.pinned_checks < 1:
+            raise pytest.UsageError(f"--statistical-checks must be >= 1, got {self.pinned_checks}")
         self.call_args = [f"--{name.replace('_', '-')}={opt(name)}" for name in
                           ("harness_seed", "call_timeout", "family_alpha")]
         self.report_dir = Path(opt("report_dir") or
@@ -100,6 +106,7 @@ class HarnessSession:
         return {"budget": self.budget, "device": str(self.device),
                 "harness_seed": self.harness_seed, "family_alpha": self.family_alpha,
                 "statistical_checks": self.statistical_checks, "started": self.started,
+                "families": sorted({v.family for v in self.verdicts}),
                 "complete": complete}
 
     def record(self, verdict: Verdict, complete: bool = False) -> None:
@@ -157,7 +164,7 @@ def pytest_collection_modifyitems(session, config, items):
     """Count the statistical checks before any -k/-m deselection, so a check keeps the same
     alpha whether it runs alone (to reproduce it) or with its whole run."""
     state = config.stash[SESSION]
-    state.statistical_checks = sum(
+    state.statistical_checks = state.pinned_checks or sum(
         item.get_closest_marker("statistical") is not None for item in items)
     if state.sanitize:
         keep, drop = [], []
@@ -236,7 +243,10 @@ class CheckContext:
         s = self.state
         args = ["sampling-harness", "check", self.kernel.family, "--kernel", self.kernel.target,
                 "--device", self.device.type, "--budget", s.budget,
-                "--seed", str(s.harness_seed), "-k", f"test_{self.check_name}"]
+                "--seed", str(s.harness_seed), "--statistical-checks", str(s.statistical_checks),
+                "-k", f"test_{self.check_name}"]
+        if s.family_alpha != DEFAULT_FAMILY_ALPHA:
+            args += ["--family-alpha", repr(s.family_alpha)]
         return shlex.join(args + (["--sanitize", self.sanitize] if self.sanitize else []))
 
     def sanitized(self) -> Outcome:
@@ -253,7 +263,8 @@ class CheckContext:
 
     def _verdict(self, outcome: Outcome, state: str, seconds: float) -> Verdict:
         return Verdict(
-            name=self.name, family=self.kernel.family, kernel=self.kernel.name, verdict=state,
+            name=self.name, family=self.kernel.family, kernel=self.kernel.name,
+            target=self.kernel.target, check=self.check_name, verdict=state,
             statistic=outcome.statistic, p_value=outcome.p_value, alpha=outcome.alpha,
             samples=outcome.samples, min_detectable_effect=outcome.min_detectable_effect,
             effect=outcome.effect, seed=self.seed, duration=round(seconds, 3),

@@ -24,7 +24,9 @@ class Outcome:
 class Verdict:
     name: str
     family: str
-    kernel: str
+    kernel: str                        # the kernel's name in the run (registered name or target)
+    target: str                        # what loads it again: a registered name or module:attr
+    check: str                         # the check function (name without a sanitizer suffix)
     verdict: str                       # "pass" | "fail" | "error"
     statistic: float | None
     p_value: float | None
