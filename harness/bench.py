@@ -24,9 +24,9 @@ import torch
 from harness.errors import HarnessError
 from harness.families import FAMILIES
 from harness.loader import load
+from harness.registry import by_role
 from harness.reports import atomic_write
 from harness.runner import resolve_device
-from kernels import CLEAN
 
 
 def median_ms(call, inputs: dict, calls: int, graph: bool = False) -> float:
@@ -113,7 +113,7 @@ def run_bench(family_name: str, targets: list[str], device: str, shapes: list[st
     dev = resolve_device(device)
     if cuda_graph and dev.type != "cuda":
         raise HarnessError("--cuda-graph needs a CUDA device")
-    names = list(dict.fromkeys([*spec.baselines, *(targets or CLEAN.get(family_name, {}))]))
+    names = list(dict.fromkeys([*spec.baselines, *(targets or by_role(family_name, "kernel"))]))
     kernels = {name: load(name, family_name) for name in names}
     try:
         cases = [(shape, spec.make_inputs(shape, dev))

@@ -18,10 +18,10 @@ from harness.errors import HarnessError
 from harness.families import FAMILIES
 from harness.loader import load
 from harness.plugin import DEFAULT_SEED
+from harness.registry import ROLES, default_kernels, entries
 from harness.runner import resolve_device, use_triton_interpreter_without_gpu
 from harness.sanitize import TOOLS, require_tool
 from harness.stats.multiple import DEFAULT_FAMILY_ALPHA
-from kernels import CLEAN, MUTANTS
 
 
 def _positive(kind, upper=None):
@@ -80,14 +80,14 @@ def run_check(args) -> int:
     if args.family != "all" and args.family not in FAMILIES:
         raise HarnessError(f"unknown family {args.family!r}; known: {', '.join(FAMILIES)}, all")
     if args.family == "all" and args.kernel:
-        raise HarnessError("check all runs every registered clean kernel; name a family to "
-                           "check --kernel targets")
+        raise HarnessError("check all runs every registered kernel and baseline; name a family "
+                           "to check --kernel targets")
     get_budget(args.budget)
     device = resolve_device(args.device)
     if args.sanitize:
         require_tool(args.sanitize, device)
     for family in families:
-        for target in args.kernel or CLEAN.get(family, {}):
+        for target in args.kernel or default_kernels(family):
             load(target, family)
     report_dir = _report_dir(args.report_dir)
     root = Path(suites.__file__).parent
@@ -124,14 +124,29 @@ def run_check(args) -> int:
                        f"checks that finished is in {report_dir}/")
 
 
+def _describe(meta: dict) -> str:
+    """What ``list`` says of a registered kernel beyond its target."""
+    if meta["role"] == "mutant":
+        tool = f" (compute-sanitizer {meta['tool']})" if meta.get("tool") else ""
+        return f"fails {', '.join(meta['caught_by'])} at {meta['budget']}{tool}: {meta['bug']}"
+    if meta["role"] == "baseline":
+        must = "; ".join(f"must fail {', '.join(checks)} on {device} from {budget}"
+                         for device, by in meta.get("must_fail", {}).items()
+                         for budget, checks in by.items())
+        return f"{meta['shipped_by']}" + (f"; {must}" if must else "")
+    return ""
+
+
 def run_list() -> int:
+    """Every registered kernel with its family, role, package and target."""
     for family, spec in FAMILIES.items():
         print(f"family {family}: {spec.doc}")
-        for name, target in CLEAN.get(family, {}).items():
-            print(f"  kernel  {name:20s} {target}")
-        for name, mutant in MUTANTS.get(family, {}).items():
-            checks = ", ".join(mutant.caught_by)
-            print(f"  mutant  {name:20s} fails {checks} at {mutant.budget}: {mutant.bug}")
+        ordered = sorted(entries(family).items(),
+                         key=lambda item: (ROLES.index(item[1].role), item[0]))
+        for name, entry in ordered:
+            about = _describe(entry.meta)
+            print(f"  {entry.role:8s} {name:22s} {entry.package}: {entry.target}"
+                  + (f"\n           {about}" if about else ""))
     return 0
 
 
@@ -148,6 +163,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "simulate":
             from harness.simulate import run_simulate
             return run_simulate(args, _report_dir(args.report_dir))
+        if args.command == "reproduce":
+            from harness.reproduce import run_reproduce
+            return run_reproduce(args, _report_dir(args.report_dir))
+        if args.command == "compare":
+            from harness.compare import run_compare
+            return run_compare(args)
+        if args.command == "calibrate":
+            from harness.calibrate import run_calibrate
+            return run_calibrate(args, _report_dir(args.out))
         return run_check(args)
     except HarnessError as exc:
         print(f"sampling-harness: error: {exc}", file=sys.stderr)

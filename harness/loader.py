@@ -8,12 +8,12 @@ import importlib.util
 import inspect
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.families import FAMILIES
-from kernels import CLEAN, MUTANTS
+from harness.registry import entries, role_of
 
 
 @dataclass(frozen=True)
@@ -22,13 +22,17 @@ class Kernel:
     target: str     # what reproduces it on the command line
     family: str
     fn: Callable
+    meta: dict = field(default_factory=lambda: {"role": "kernel"})  # ``registry.role_of``
+
+    @property
+    def role(self) -> str:
+        return self.meta["role"]
 
 
 def registered(family: str) -> dict[str, str]:
-    """Every registered name of a family (clean kernels and mutants) -> its target."""
-    names = dict(CLEAN.get(family, {}))
-    names.update({name: m.target for name, m in MUTANTS.get(family, {}).items()})
-    return names
+    """Every registered name of a family (entry points: kernels, baselines, mutants) -> its
+    ``module:attr`` target."""
+    return {name: entry.target for name, entry in entries(family).items()}
 
 
 def _import_attr(target: str) -> object:
@@ -75,4 +79,4 @@ def load(target: str, family: str) -> Kernel:
                            f"{family!r} calls {contract.signature}") from None
     except ValueError:
         pass  # builtins without a signature: let the first call decide
-    return Kernel(name=name, target=target, family=family, fn=fn)
+    return Kernel(name=name, target=target, family=family, fn=fn, meta=role_of(fn, name))

@@ -20,6 +20,7 @@ from harness.budgets import BUDGET_NAMES, MAX_CALL_ELEMENTS, get_budget
 from harness.errors import HarnessError, KernelFailure
 from harness.families import FAMILIES
 from harness.loader import Kernel, load
+from harness.registry import default_kernels, expectation
 from harness.reports import write_all
 from harness.runner import (
     Runner,
@@ -31,7 +32,6 @@ from harness.runner import (
 from harness.sanitize import TOOLS, require_tool, run_under_tool
 from harness.stats.multiple import DEFAULT_FAMILY_ALPHA, bonferroni
 from harness.verdict import Outcome, Verdict
-from kernels import CLEAN
 
 SESSION = pytest.StashKey["HarnessSession"]()
 DEFAULT_SEED = 20261122
@@ -91,8 +91,8 @@ class HarnessSession:
 
     def kernels(self, family: str) -> list[Kernel]:
         if family not in self._kernels:
-            targets = self.targets or list(CLEAN.get(family, {}))
             try:
+                targets = self.targets or default_kernels(family)
                 self._kernels[family] = [load(t, family) for t in targets]
             except HarnessError as exc:
                 raise pytest.UsageError(str(exc)) from None
@@ -112,8 +112,10 @@ class HarnessSession:
     def record(self, verdict: Verdict, complete: bool = False) -> None:
         self.verdicts.append(verdict)
         write_all(self.report_dir, self.verdicts, self.meta(complete))
+        stated = "" if verdict.expected == "pass" else (
+            " (as stated)" if verdict.as_expected else f" (stated: {verdict.expected})")
         self.finished = (f"{verdict.family} / {verdict.kernel} / {verdict.name}: "
-                         f"{verdict.verdict} in {verdict.duration:.1f} s")
+                         f"{verdict.verdict}{stated} in {verdict.duration:.1f} s")
 
     def pytest_runtest_logreport(self, report) -> None:
         """(A hook: the session is registered as a plugin.) The line of the check that just
@@ -206,6 +208,8 @@ def pytest_report_teststatus(report, config):
     state = config.stash.get(SESSION, None)
     if state is not None and report.nodeid in state.checks and (
             report.when == "call" or report.skipped and report.when == "setup"):
+        if hasattr(report, "wasxfail"):
+            return "xfailed", "", "XFAIL"
         return report.outcome, "", report.outcome.upper()
     return None
 
@@ -235,6 +239,8 @@ class CheckContext:
         self.seed = derive_seed(state.harness_seed, kernel.family, self.check_name)
         self.max_call_elements = MAX_CALL_ELEMENTS[self.device.type]
         self.runner = Runner(kernel, self.device, state.call_timeout)
+        self.expectation = expectation(kernel.meta, self.check_name, self.device.type,
+                                       state.budget)
 
     def seeds(self):
         return seed_stream(self.seed)
@@ -272,7 +278,8 @@ class CheckContext:
             details={**outcome.details, "kernel_calls": self.runner.calls,
                      "kernel_draws": self.runner.draws,
                      "kernel_seconds": round(self.runner.seconds, 3),
-                     "guard_seconds": round(self.runner.guard_seconds, 3)})
+                     "guard_seconds": round(self.runner.guard_seconds, 3)},
+            role=self.kernel.role, expected=self.expectation.verdict, why=self.expectation.why)
 
     def run(self, check_fn) -> Verdict:
         """Run ``check_fn(self) -> Outcome``; record the verdict; fail the test if it failed."""
@@ -291,12 +298,31 @@ class CheckContext:
             raise
         verdict = self._verdict(outcome, state, time.perf_counter() - started)
         self.state.record(verdict)
+        if not verdict.as_expected:
+            expected = f" (expected to fail: {verdict.why})" if verdict.expected == "fail" else ""
+            pytest.fail(f"{self.kernel.name} / {self.name}: {state}{expected}: "
+                        f"{verdict.message}\nreproduce: {verdict.reproduce}", pytrace=False)
         if state == "fail":
-            pytest.fail(f"{self.kernel.name} / {self.name}: {verdict.message}\n"
-                        f"reproduce: {verdict.reproduce}", pytrace=False)
+            pytest.xfail(f"{self.kernel.name} / {self.name}: failed as stated ({verdict.why})")
         return verdict
 
 
 @pytest.fixture
 def check(request, kernel) -> CheckContext:
     return CheckContext(request.config.stash[SESSION], kernel, request.node)
+
+
+@pytest.fixture
+def harness_checks(tmp_path):
+    """``harness_checks(family, kernel, checks=[...], budget=...)``: run checks of the harness
+    on a kernel from another project's tests (``harness.api.run_checks``, reports under the
+    test's tmp_path); returns a ``RunResult`` (``.passed``, ``.verdicts``, ``.summary``)."""
+    from harness.api import run_checks
+
+    runs = iter(range(1_000_000))
+
+    def run(family: str, kernel: str, **options):
+        return run_checks(family, kernel, tmp_path / f"run-{next(runs)}", **options)
+
+    return run
+

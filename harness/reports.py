@@ -48,18 +48,23 @@ def to_json(verdicts: list[Verdict], meta: dict) -> str:
 
 
 def to_junit(verdicts: list[Verdict]) -> str:
-    failures = sum(v.verdict == "fail" for v in verdicts)
+    failures = sum(v.verdict != "error" and not v.as_expected for v in verdicts)
     errors = sum(v.verdict == "error" for v in verdicts)
+    skipped = sum(v.verdict == "fail" and v.as_expected for v in verdicts)
     suite = ET.Element("testsuite", name="sampling-harness", tests=str(len(verdicts)),
-                       failures=str(failures), errors=str(errors),
+                       failures=str(failures), errors=str(errors), skipped=str(skipped),
                        time=f"{sum(v.duration for v in verdicts):.3f}")
     for v in verdicts:
         case = ET.SubElement(suite, "testcase", classname=f"{v.family}.{v.kernel}",
                              name=v.name, time=f"{v.duration:.3f}")
-        if v.verdict in ("fail", "error"):
-            node = ET.SubElement(case, "failure" if v.verdict == "fail" else "error",
-                                 message=v.message)
-            node.text = f"{v.message}\nreproduce: {v.reproduce}"
+        if v.verdict == "error" or not v.as_expected:
+            message = v.message if v.expected == "pass" else \
+                f"{v.verdict}, stated {v.expected} ({v.why}): {v.message}"
+            node = ET.SubElement(case, "error" if v.verdict == "error" else "failure",
+                                 message=message)
+            node.text = f"{message}\nreproduce: {v.reproduce}"
+        elif v.verdict == "fail":     # a baseline failing as its expectation states
+            ET.SubElement(case, "skipped", message=f"failed as stated: {v.why}")
         ET.SubElement(case, "system-out").text = json.dumps(_finite(v.to_dict()), indent=1)
     return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode") + "\n"
 
@@ -68,20 +73,43 @@ def _fmt(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _row(v: Verdict, stated: bool) -> str:
+    effect = f"{_fmt(v.min_detectable_effect, '.3g')} {v.effect}".strip()
+    verdict = f"**{v.verdict}**" + (
+        "" if not stated else " (as stated)" if v.as_expected else " (**not as stated**)")
+    cells = [v.kernel, v.name, verdict, _fmt(v.p_value, ".3g"), _fmt(v.alpha, ".2g"),
+             _fmt(v.samples, ","), effect, f"{v.duration:.1f}", v.message]
+    if stated:
+        cells.insert(3, v.expected)
+    return "| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |"
+
+
+HEADER = ["kernel", "check", "verdict", "p-value", "alpha", "samples",
+          "min. detectable effect", "seconds", "message"]
+
+
+def _table(verdicts: list[Verdict], stated: bool) -> list[str]:
+    header = HEADER[:3] + ["stated"] + HEADER[3:] if stated else HEADER
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *(_row(v, stated) for v in verdicts)]
+
+
 def to_markdown(verdicts: list[Verdict], meta: dict) -> str:
+    """The run's summary: kernels (and mutants) must pass; baselines, an engine's shipped
+    behaviour, are listed apart with their stated expectation, which the run gates on."""
+    kernels = [v for v in verdicts if v.role != "baseline"]
+    baselines = [v for v in verdicts if v.role == "baseline"]
     lines = [f"# sampling-harness: {overall(verdicts).upper()}", "",
              f"budget `{meta.get('budget')}`, device `{meta.get('device')}`, harness seed "
              f"`{meta.get('harness_seed')}`, family-wise false-fail budget "
-             f"`{meta.get('family_alpha')}`", "",
-             "| kernel | check | verdict | p-value | alpha | samples | min. detectable effect "
-             "| seconds | message |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for v in verdicts:
-        effect = f"{_fmt(v.min_detectable_effect, '.3g')} {v.effect}".strip()
-        lines.append(f"| {v.kernel} | {v.name} | **{v.verdict}** | {_fmt(v.p_value, '.3g')} | "
-                     f"{_fmt(v.alpha, '.2g')} | {_fmt(v.samples, ',')} | {effect} | "
-                     f"{v.duration:.1f} | {v.message.replace('|', '/')} |")
-    failed = [v for v in verdicts if v.verdict != "pass"]
+             f"`{meta.get('family_alpha')}`", ""]
+    if kernels:
+        lines += _table(kernels, stated=False)
+    if baselines:
+        lines += ["", "## Baselines (engines' shipped behaviour, gated on their stated "
+                      "expectation)", "", *_table(baselines, stated=True)]
+        lines += ["", *sorted({f"- {v.kernel}: {v.why}" for v in baselines if v.why})]
+    failed = [v for v in verdicts if not v.as_expected]
     if failed:
         lines += ["", "## Reproduce", ""]
         lines += [f"- `{v.reproduce}`" for v in failed]

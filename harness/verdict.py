@@ -40,14 +40,22 @@ class Verdict:
     message: str
     reproduce: str
     details: dict = field(default_factory=dict)
+    role: str = "kernel"               # "kernel" | "baseline" | "mutant" (harness.registry)
+    expected: str = "pass"             # "pass" | "fail" | "either": what the run gates on
+    why: str = ""                      # the stated expectation, when it is not "pass"
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def as_expected(self) -> bool:
+        """The verdict is what the run expects of this kernel (errors never are)."""
+        return self.verdict != "error" and self.expected in (self.verdict, "either")
+
 
 def overall(verdicts: list[Verdict]) -> str:
-    """A run errs if any check erred (or none ran), else fails if any check failed."""
-    states = {v.verdict for v in verdicts}
-    if not verdicts or "error" in states:
+    """A run errs if any check erred (or none ran), else fails if any check concluded other
+    than expected: a kernel or mutant failed, or a baseline missed its stated expectation."""
+    if not verdicts or any(v.verdict == "error" for v in verdicts):
         return "error"
-    return "fail" if "fail" in states else "pass"
+    return "pass" if all(v.as_expected for v in verdicts) else "fail"

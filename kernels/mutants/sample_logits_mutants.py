@@ -1,4 +1,4 @@
-"""Wrong sample-logits kernels, one field bug each (registered in kernels/mutants/__init__.py).
+"""Wrong sample-logits kernels, one field bug each (registered in pyproject.toml).
 
 Each is torch-sample-logits (kernels/sample_logits/torch_sample_logits.py) with one piece
 swapped. The filter bugs are the pieces of the logprobs mutants: both families share the
@@ -12,6 +12,7 @@ import torch
 
 from kernels.logprobs.torch_logprobs import Pieces as Processing
 from kernels.logprobs.torch_logprobs import top_k_keep, top_p_keep
+from kernels.meta import mutant
 from kernels.mutants.logprobs_mutants import scale_twice, top_k_exact, top_p_inclusive
 from kernels.sample.torch_race import seeded_generator
 from kernels.sample_logits.torch_sample_logits import Pieces, exponential64, sample_logits_with
@@ -22,6 +23,9 @@ def _sampled_at_one(x, temperature, sampled):
     return sampled
 
 
+@mutant(("greedy",), "quick",
+        bug="rows with temperature 0 sampled at temperature 1: the guard t = 0 -> 1 kept, the "
+            "argmax branch lost")
 def greedy_at_temperature_one(logits, temperature, top_k, top_p, seed):
     """Rows with temperature 0 sampled at temperature 1 (the guard 't = 0 -> 1' kept, the
     argmax branch lost)."""
@@ -29,24 +33,34 @@ def greedy_at_temperature_one(logits, temperature, top_k, top_p, seed):
                               Pieces(greedy=_sampled_at_one))
 
 
+@mutant(("boundaries",), "quick",
+        bug="top-k keeps exactly k tokens: tokens tied with the k-th largest dropped by index")
 def topk_drops_ties(logits, temperature, top_k, top_p, seed):
     """Top-k keeps exactly k tokens: those tied with the k-th largest dropped by index."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
         processing=Processing(filters=(top_k_exact, top_p_keep))))
 
 
+@mutant(("boundaries",), "quick",
+        bug="top-p keeps tokens whose inclusive cumulative probability is below top_p: the token "
+            "that crosses the threshold is never sampled")
 def topp_excludes_crossing(logits, temperature, top_k, top_p, seed):
     """Top-p drops the token whose cumulative probability crosses top_p."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
         processing=Processing(filters=(top_k_keep, top_p_inclusive))))
 
 
+@mutant(("boundaries",), "quick",
+        bug="top-p applied to the full distribution before top-k, not to the renormalised top-k "
+            "result")
 def topp_before_topk(logits, temperature, top_k, top_p, seed):
     """Top-p applied to the full distribution, then top-k."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
         processing=Processing(filters=(top_p_keep, top_k_keep))))
 
 
+@mutant(("fit_curated",), "quick",
+        bug="logits divided by the temperature twice (by the model runner and the sampler)")
 def temperature_twice(logits, temperature, top_k, top_p, seed):
     """Logits divided by the temperature twice (once by the model runner, once here)."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
@@ -58,6 +72,9 @@ def _top_k_plus_one(keys, scaled, keep, top_k, top_p):
     return top_k_keep(keys, scaled, keep, top_k + (top_k > 0).long(), top_p)
 
 
+@mutant(("validity",), "quick",
+        bug="the top-k boundary read one position too far: k + 1 tokens kept, a masked token "
+            "sampled")
 def topk_off_by_one(logits, temperature, top_k, top_p, seed):
     """Top-k keeps x >= the (k+1)-th largest: one masked token can be sampled."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
@@ -71,6 +88,8 @@ def _float32_floored(shape, device, seed):
     return u.add_(2.0**-25).log_().neg_()
 
 
+@mutant(("tail",), "standard",
+        bug="float32 exponential noise floored at 2^-24: tokens below ~1e-8 of the head never win")
 def fp32_noise_floor(logits, temperature, top_k, top_p, seed):
     """Float32 exponential noise: tokens below ~1e-8 of the head never win."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed,
@@ -81,12 +100,16 @@ def _one_row_of_noise(shape, device, seed):
     return exponential64((1, shape[1]), device, seed).expand(shape)
 
 
+@mutant(("independence",), "quick",
+        bug="one noise row broadcast to every row: identical rows always agree")
 def shared_noise(logits, temperature, top_k, top_p, seed):
     """One noise row broadcast to every row of the batch: identical rows always agree."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed,
                               Pieces(noise=_one_row_of_noise))
 
 
+@mutant(("fit_curated", "fit_generated", "fit_large_vocab"), "quick",
+        bug="row i sampled from row i-1's logits with row i's settings (an off-by-one row pointer)")
 def row_shift(logits, temperature, top_k, top_p, seed):
     """Row i sampled from row i-1's logits with row i's settings (an off-by-one row
     pointer)."""

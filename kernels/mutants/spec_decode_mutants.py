@@ -1,12 +1,16 @@
-"""Wrong proposer steps, one field bug each (registered in kernels/mutants/__init__.py).
+"""Wrong proposer steps, one field bug each (registered in pyproject.toml).
 All take the ``spec-decode`` contract's arguments (draft_table, context, token_ids,
 previous_drafts, num_spec_tokens, max_model_len, lookahead, seed)."""
 
 from __future__ import annotations
 
+from kernels.meta import mutant
 from kernels.spec_decode.torch_proposer import draw_drafts, has_room
 
 
+@mutant(("tme", "length"), "quick",
+        bug="a request too close to max_model_len to draft keeps its stale drafts, which are "
+            "verified past the limit: garbage logprobs (vLLM PR 38711, TME ~1.4e11)")
 def stale_drafts(draft_table, context, token_ids, previous_drafts, num_spec_tokens,
                  max_model_len, lookahead, seed):
     """A request without room keeps the drafts it just had verified (and zero laws): stale
@@ -19,6 +23,9 @@ def stale_drafts(draft_table, context, token_ids, previous_drafts, num_spec_toke
     return drafts, probs
 
 
+@mutant(("acceptance",), "quick",
+        bug="draft probabilities never handed to the rejection sampler: q taken one-hot, acceptance"
+            " p(d) instead of min(1, p/q) (vLLM PR 40269)")
 def probs_dropped(draft_table, context, token_ids, previous_drafts, num_spec_tokens,
                   max_model_len, lookahead, seed):
     """The drafts are proposed but their laws never cached: the rejection sampler gets None
@@ -28,6 +35,9 @@ def probs_dropped(draft_table, context, token_ids, previous_drafts, num_spec_tok
             for d, s in zip(drafts, token_ids, strict=True)], None
 
 
+@mutant(("law", "acceptance"), "quick",
+        bug="draft probabilities cached in another order than the drafts: the rejection sampler "
+            "verifies each draft against another request's law")
 def cached_order(draft_table, context, token_ids, previous_drafts, num_spec_tokens,
                  max_model_len, lookahead, seed):
     """The cache rows written in request order of the cache (sorted by sequence) while
