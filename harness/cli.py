@@ -19,6 +19,7 @@ from harness.families import FAMILIES
 from harness.loader import load
 from harness.plugin import DEFAULT_SEED
 from harness.registry import ROLES, default_kernels, entries
+from harness.reports import writable
 from harness.runner import resolve_device, use_triton_interpreter_without_gpu
 from harness.sanitize import TOOLS, require_tool
 from harness.stats.multiple import DEFAULT_FAMILY_ALPHA
@@ -90,9 +91,11 @@ def run_check(args) -> int:
         for target in args.kernel or default_kernels(family):
             load(target, family)
     report_dir = _report_dir(args.report_dir)
+    writable(report_dir)
     root = Path(suites.__file__).parent
     pytest_args = [str(root / FAMILIES[family].suite) for family in families]
     pytest_args += ["-q", "-p", "no:cacheprovider", "--budget", args.budget,
+                    "-W", "ignore::pytest.PytestAssertRewriteWarning",
                     "--device", args.device, "--harness-seed", str(args.seed),
                     "--report-dir", str(report_dir), "--call-timeout", str(args.call_timeout),
                     "--family-alpha", str(args.family_alpha)]

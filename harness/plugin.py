@@ -20,8 +20,9 @@ from harness.budgets import BUDGET_NAMES, MAX_CALL_ELEMENTS, get_budget
 from harness.errors import HarnessError, KernelFailure
 from harness.families import FAMILIES
 from harness.loader import Kernel, load
+from harness.progress import CheckProgress
 from harness.registry import default_kernels, expectation
-from harness.reports import write_all
+from harness.reports import append_step_summary, writable, write_all
 from harness.runner import (
     Runner,
     derive_seed,
@@ -80,6 +81,10 @@ class HarnessSession:
                           ("harness_seed", "call_timeout", "family_alpha")]
         self.report_dir = Path(opt("report_dir") or
                                Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+        try:
+            writable(self.report_dir)
+        except HarnessError as exc:
+            raise pytest.UsageError(str(exc)) from None
         self.statistical_checks = 0
         self.verdicts: list[Verdict] = []
         self.checks: set[str] = set()             # node ids of the collected checks
@@ -220,10 +225,13 @@ def pytest_sessionfinish(session, exitstatus):
     if state is not None and state.verdicts:
         complete = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
         write_all(state.report_dir, state.verdicts, state.meta(complete=complete))
+        append_step_summary(state.report_dir / "summary.md")
 
 
 class CheckContext:
     """What a check function sees: the kernel's runner, the budget, its seed and its alpha."""
+
+    _progress: CheckProgress | None = None
 
     def __init__(self, state: HarnessSession, kernel: Kernel, node: pytest.Item):
         self.state = state
@@ -241,6 +249,12 @@ class CheckContext:
         self.runner = Runner(kernel, self.device, state.call_timeout)
         self.expectation = expectation(kernel.meta, self.check_name, self.device.type,
                                        state.budget)
+        self.config = node.config
+
+    def plan(self, draws: int) -> None:
+        """The check is about to make ``draws`` draws: the progress bar's total (and ETA)."""
+        if self._progress is not None:
+            self._progress.plan(draws)
 
     def seeds(self):
         return seed_stream(self.seed)
@@ -268,6 +282,11 @@ class CheckContext:
         return run_under_tool(self.sanitize, args, directory)
 
     def _verdict(self, outcome: Outcome, state: str, seconds: float) -> Verdict:
+        effects = self.runner.side_effects
+        if effects:    # isolated (harness.isolation), and said once in the message
+            outcome.message += (f" (isolated: the kernel {'; '.join(effects)}; undone after "
+                                f"each call)")
+            outcome.details["side_effects"] = effects
         return Verdict(
             name=self.name, family=self.kernel.family, kernel=self.kernel.name,
             target=self.kernel.target, check=self.check_name, verdict=state,
@@ -286,6 +305,8 @@ class CheckContext:
         started = time.perf_counter()
         if self.sanitize:
             check_fn = CheckContext.sanitized
+        self._progress = CheckProgress(self.config, f"{self.kernel.name} / {self.name}")
+        self.runner.on_draws = self._progress.update
         try:
             outcome = check_fn(self)
             state = "pass" if outcome.passed else "fail"
@@ -296,6 +317,8 @@ class CheckContext:
             outcome = Outcome(passed=False, message=f"harness error: {type(exc).__name__}: {exc}")
             self.state.record(self._verdict(outcome, "error", time.perf_counter() - started))
             raise
+        finally:
+            self._progress.close()
         verdict = self._verdict(outcome, state, time.perf_counter() - started)
         self.state.record(verdict)
         if not verdict.as_expected:

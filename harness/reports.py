@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from harness.errors import HarnessError
 from harness.verdict import Verdict, overall
 
 
@@ -120,3 +122,31 @@ def write_all(directory: Path, verdicts: list[Verdict], meta: dict) -> None:
     atomic_write(directory / "report.json", to_json(verdicts, meta))
     atomic_write(directory / "junit.xml", to_junit(verdicts))
     atomic_write(directory / "summary.md", to_markdown(verdicts, meta))
+
+
+def writable(directory: Path) -> None:
+    """Make ``directory`` and prove a report can be written there, else ``HarnessError``
+    (one line): a run must not spend an hour to lose its report at the end."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=directory, prefix=".probe.", delete=True)
+        probe.close()
+    except OSError as exc:
+        raise HarnessError(f"report directory {str(directory)!r} is not writable: "
+                           f"{exc.strerror or type(exc).__name__}") from None
+
+
+def append_step_summary(summary: Path) -> None:
+    """Append the run's summary.md to $GITHUB_STEP_SUMMARY when the variable is set (the job
+    summary of a GitHub Actions step); a summary file that cannot be written is said on
+    stderr, never raised: the run's own reports are already written."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target or not summary.exists():
+        return
+    try:
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(summary.read_text(encoding="utf-8") + "\n")
+    except OSError as exc:
+        print(f"sampling-harness: warning: cannot append to GITHUB_STEP_SUMMARY {target!r}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+

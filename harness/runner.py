@@ -21,7 +21,7 @@ import hashlib
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -29,6 +29,7 @@ import torch
 from harness.errors import HarnessError, KernelFailure
 from harness.families import FAMILIES, Family
 from harness.guard import check_guards, guarded_copy
+from harness.isolation import CapturedStdout, TorchState
 from harness.loader import Kernel
 
 POISONS = (0x7F, 0xA5)             # byte patterns of the two poisoned calls of ``call_twice``
@@ -181,6 +182,8 @@ class Runner:
     draws: int = 0
     seconds: float = 0.0
     guard_seconds: float = 0.0     # building and checking guard bands (see harness.guard)
+    on_draws: object = None        # called with each valid call's draws (a progress bar)
+    side_effects: dict = field(default_factory=dict)   # what calls changed -> how many times
 
     @property
     def family(self) -> Family:
@@ -208,10 +211,13 @@ class Runner:
                 outcome["error"] = exc
 
         started = time.perf_counter()
+        before = TorchState.capture()
         thread = threading.Thread(target=call, name=f"kernel-{self.kernel.name}", daemon=True)
-        thread.start()
-        thread.join(self.timeout)
+        with CapturedStdout() as printed:
+            thread.start()
+            thread.join(self.timeout)
         self.seconds += time.perf_counter() - started
+        self._isolate(before, printed)
         if thread.is_alive():
             fill.restore()
             raise KernelFailure(f"call did not return within {self.timeout:g} s "
@@ -227,8 +233,21 @@ class Runner:
         except KernelFailure as exc:
             raise KernelFailure(f"{exc}{_poison_hint(outcome['output'], poison)}") from None
         self.calls += 1
-        self.draws += family.draws(inputs)
+        draws = family.draws(inputs)
+        self.draws += draws
+        if self.on_draws is not None:
+            self.on_draws(draws)
         return validated
+
+    def _isolate(self, before: TorchState, printed: CapturedStdout) -> None:
+        """Put back torch's global state as it was before the call; note what changed."""
+        changed = before.changes(TorchState.capture())
+        if changed:
+            before.restore()
+        if printed.written:
+            changed.append(f"printed {printed.written} characters to stdout")
+        for change in changed:
+            self.side_effects[change] = self.side_effects.get(change, 0) + 1
 
     def call_twice(self, inputs: dict, seed: int):
         """Call twice with the same inputs and seed, under the two poison patterns with every

@@ -90,6 +90,7 @@ def tail(ctx) -> Outcome:
         row, rare = tail_row(scale, TAIL_MAX_VOCAB, ctx.seed)
         mass = rare_mass(exact_probs(torch.as_tensor(row)[None])[0], rare)
         planned = math.ceil(budget.tail_expected / mass)
+        ctx.plan(planned * row.size)
         probs = torch.as_tensor(row, device=ctx.device).repeat(rows_per_call(ctx, row.size), 1)
         rare_t = torch.as_tensor(rare, device=ctx.device)
 
