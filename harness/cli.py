@@ -64,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     bench.add_argument("--shape", action="append", default=[], metavar="SHAPE",
                        help="sample: BxV; rejection: BxKxV; logprobs: BxVxK (repeatable)")
+    bench.add_argument("--ids", action="append", default=[], metavar="IDS",
+                       help="logprobs: requested ids top | random (repeatable; default both)")
     bench.add_argument("--report-dir", default=None)
     bench.add_argument("--cuda-graph", action="store_true",
                        help="time CUDA-graph replay of each call (launch cost apart)")
@@ -114,7 +116,7 @@ def run_check(args) -> int:
     verdict = json.loads(report.read_text())["verdict"] if report.exists() else "error"
     if report.exists():
         print((report_dir / "summary.md").read_text())
-        print(f"report: {report_dir}/ (report.json, junit.xml, summary.md)")
+        print(f"report: {report_dir}/ (report.json, junit.xml, summary.md, report.html)")
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         raise HarnessError(f"no checks selected (-k {args.select!r})")
     if code == pytest.ExitCode.OK and verdict == "pass":
@@ -162,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "bench":
             from harness.bench import run_bench
             return run_bench(args.family, args.kernel, args.device, args.shape,
-                             _report_dir(args.report_dir), args.cuda_graph)
+                             _report_dir(args.report_dir), args.cuda_graph, args.ids)
         if args.command == "simulate":
             from harness.simulate import run_simulate
             return run_simulate(args, _report_dir(args.report_dir))

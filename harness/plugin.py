@@ -263,8 +263,10 @@ class CheckContext:
         s = self.state
         args = ["sampling-harness", "check", self.kernel.family, "--kernel", self.kernel.target,
                 "--device", self.device.type, "--budget", s.budget,
-                "--seed", str(s.harness_seed), "--statistical-checks", str(s.statistical_checks),
-                "-k", f"test_{self.check_name}"]
+                "--seed", str(s.harness_seed)]
+        if s.statistical_checks:    # the alpha split of this run, whatever -k selects
+            args += ["--statistical-checks", str(s.statistical_checks)]
+        args += ["-k", f"test_{self.check_name}"]
         if s.family_alpha != DEFAULT_FAMILY_ALPHA:
             args += ["--family-alpha", repr(s.family_alpha)]
         return shlex.join(args + (["--sanitize", self.sanitize] if self.sanitize else []))

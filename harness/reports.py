@@ -1,4 +1,4 @@
-"""Report writers: report.json, junit.xml and summary.md, each written atomically.
+"""Report writers: report.json, junit.xml, summary.md and report.html, each written atomically.
 
 They are rewritten after every check, so a run that is interrupted leaves a complete report
 of the checks that finished.
@@ -15,7 +15,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.html_report import to_html
 from harness.verdict import Verdict, overall
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -27,6 +31,7 @@ def atomic_write(path: Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)   # mkstemp makes 0600: reports are for others too
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -122,6 +127,7 @@ def write_all(directory: Path, verdicts: list[Verdict], meta: dict) -> None:
     atomic_write(directory / "report.json", to_json(verdicts, meta))
     atomic_write(directory / "junit.xml", to_junit(verdicts))
     atomic_write(directory / "summary.md", to_markdown(verdicts, meta))
+    atomic_write(directory / "report.html", to_html(verdicts, meta))
 
 
 def writable(directory: Path) -> None:

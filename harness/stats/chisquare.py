@@ -62,6 +62,16 @@ def pooled(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return np.bincount(labels[keep], weights=np.asarray(values, np.float64)[keep])
 
 
+def pooled_counts(counts: np.ndarray, probs: np.ndarray,
+                  labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(observed, expected) per bin of ``labels``: the two arrays ``chisquare_gof`` compares,
+    the expected counts scaled to the draws that fell on the support (for reports)."""
+    observed = pooled(counts, labels)
+    expected = pooled(probs, labels)
+    total = expected.sum()
+    return observed, expected * (observed.sum() / total if total > 0 else 0.0)
+
+
 def chisquare_gof(counts: np.ndarray, probs: np.ndarray, labels: np.ndarray):
     """Pearson chi-square of ``counts`` against ``probs`` on the bins ``labels``.
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from harness.plots import errors_plot
 from reference.processed import (
     U32,
     logprob_tolerance,
@@ -80,9 +81,10 @@ def compare(batch: dict, mode: str, values: torch.Tensor, ranks: torch.Tensor | 
         row, slot = (int(i) for i in np.argwhere(wrong)[0])
         failures.append(
             f"{mode}: row {row}, token {int(batch['token_ids'][row, slot])}: value "
-            f"{got[row, slot]!r}, expected {reference[row, slot]!r} within "
-            f"[{bounds.low[row, slot] - tol[row, slot]!r}, "
-            f"{bounds.high[row, slot] + tol[row, slot]!r}] ({int(wrong.sum())} values wrong)")
+            f"{float(got[row, slot])!r}, expected {float(reference[row, slot])!r} within "
+            f"[{float(bounds.low[row, slot] - tol[row, slot])!r}, "
+            f"{float(bounds.high[row, slot] + tol[row, slot])!r}] "
+            f"({int(wrong.sum())} values wrong)")
     rank_wrong = np.zeros(pad.shape, bool)
     if ranks is not None:
         r = ranks.cpu().numpy()
@@ -103,4 +105,9 @@ def compare(batch: dict, mode: str, values: torch.Tensor, ranks: torch.Tensor | 
     if mode.endswith("logprobs") and sure.any():
         record["tme"] = tme(np.where(sure, got, 0.0), np.where(sure, reference, 0.0))
         record["tme_bound"] = float(np.mean(np.exp(tol[sure])))
+    if sure.any():
+        with np.errstate(invalid="ignore"):
+            error = np.where(got == reference, 0.0, np.abs(got - reference))
+        record["plot"] = errors_plot(mode, error[sure], tol[sure], record.get("tme"),
+                                     record.get("tme_bound"))
     return record

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from harness.families.logprobs import MODES
+from harness.plots import by_error, pop_plot
 from harness.verdict import Outcome
 from suites.logprobs.compare import compare
 
@@ -31,6 +32,7 @@ def summarise(records: list[dict], keys: tuple[str, ...], effect: str,
     """Pass when no record has a failure among ``keys`` (and, with ``tme_test``, every TME
     is within its bound). The smallest deviation detected, for certain, is by default the
     largest tolerance granted to a compared value: any error beyond it fails."""
+    plot = pop_plot(records, by_error, lambda r: f"{r['batch']} ({r['dtype']})")
     problems = []
     for r in records:
         if "values" in keys and r["values_wrong"]:
@@ -56,4 +58,5 @@ def summarise(records: list[dict], keys: tuple[str, ...], effect: str,
         mde = max((r["max_tolerance"] for r in records), default=0.0)
     return Outcome(not problems, message, statistic=max(tmes) if tmes else None,
                    samples=tokens, effect=effect, min_detectable_effect=mde,
-                   details={"comparisons": records, "ambiguous": ambiguous})
+                   details={"comparisons": records, "ambiguous": ambiguous,
+                            "plot": plot if "values" in keys or tme_test else None})

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.plots import counts_plot, pop_plot
 from harness.stats.chisquare import chisquare_gof, min_detectable_tv, pool_bins
 from harness.stats.multiple import adjusted_p
 from harness.verdict import Outcome
@@ -31,7 +32,8 @@ def law_test(name: str, counts: np.ndarray, law: np.ndarray, alpha: float, power
     mde = min_detectable_tv(max(draws, 1), max(df, 1), alpha, power) if draws else 1.0
     worst = _worst_cell(counts, law, draws)
     return {"name": name, "draws": draws, "df": df, "statistic": statistic,
-            "p_value": p_value, "impossible": impossible, "min_detectable_tv": mde, **worst}
+            "p_value": p_value, "impossible": impossible, "min_detectable_tv": mde, **worst,
+            "plot": counts_plot(name, counts, law, labels, p_value, statistic, df, "cell")}
 
 
 def _worst_cell(counts: np.ndarray, law: np.ndarray, draws: int) -> dict:
@@ -47,6 +49,7 @@ def _worst_cell(counts: np.ndarray, law: np.ndarray, draws: int) -> dict:
 def outcome(ctx, results: list[dict], alpha: float, effect: str, samples: int,
             mde: float | None = None, describe=None) -> Outcome:
     """The check's verdict from its per-law results (each tested at ``alpha``)."""
+    plot = pop_plot(results)
     failed = [r for r in results if r["p_value"] <= alpha]
     worst = min(results, key=lambda r: r["p_value"])
     describe = describe or (lambda r: f"cell {r['worst_cell']}")
@@ -66,4 +69,5 @@ def outcome(ctx, results: list[dict], alpha: float, effect: str, samples: int,
                    samples=samples,
                    min_detectable_effect=mde if mde is not None else
                    max(r["min_detectable_tv"] for r in results),
-                   effect=effect, details={"tests": results, "alpha_per_test": alpha})
+                   effect=effect, details={"tests": results, "alpha_per_test": alpha,
+                                           "plot": plot})

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from scipy import optimize
 
+from harness.plots import lengths_plot
 from harness.stats.chisquare import noncentrality_for_power, pool_bins, pooled
 from harness.stats.multiple import bonferroni
 from reference.rejection import acceptance_length_law, acceptance_probs
@@ -85,7 +86,9 @@ def acceptance_length(ctx):
         record = law_test(names[b], tables[b].sum(1), acceptance_length_law(a), alpha,
                           budget.power)
         record.update(acceptance=a.tolist(),
-                      min_detectable_shift=min_detectable_shift(a, draws, alpha, budget.power))
+                      min_detectable_shift=min_detectable_shift(a, draws, alpha, budget.power),
+                      plot=lengths_plot(f"acceptance length of {names[b]}", tables[b].sum(1),
+                                        acceptance_length_law(a), record["p_value"]))
         results.append(record)
     return outcome(ctx, results, alpha,
                    f"relative drop of every acceptance probability (target "

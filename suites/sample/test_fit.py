@@ -21,6 +21,7 @@ import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
+from harness.plots import counts_plot, pop_plot
 from harness.stats.chisquare import chisquare_gof, min_detectable_tv, planned_samples, pool_bins
 from harness.stats.multiple import adjusted_p, bonferroni
 from harness.strategies import probs_tables
@@ -48,11 +49,14 @@ def fit_table(ctx, names: list[str], table: np.ndarray, tv: float, alpha: float)
             mde = min_detectable_tv(draws, max(df, 1), alpha, ctx.budget.power)
             results.append({"row": name, "test": test, "vocab": int(p.size), "draws": draws,
                             "df": df, "statistic": statistic, "p_value": p_value,
-                            "min_detectable_tv": mde})
+                            "min_detectable_tv": mde,
+                            "plot": counts_plot(f"row {name!r}, {test} test", c, p, labels,
+                                                p_value, statistic, df)})
     return results
 
 
 def summarise(ctx, results: list[dict], alpha: float, tv: float) -> Outcome:
+    plot = pop_plot(results)
     failed = [r for r in results if r["p_value"] <= alpha]
     worst = min(results, key=lambda r: r["p_value"])
     coarse_mde = max(r["min_detectable_tv"] for r in results if r["test"] == "coarse")
@@ -69,7 +73,7 @@ def summarise(ctx, results: list[dict], alpha: float, tv: float) -> Outcome:
                    min_detectable_effect=coarse_mde,
                    effect=f"total variation on <= {ctx.budget.fit_max_bins} equal-mass bins "
                           f"(target {tv:g})",
-                   details={"tests": results, "alpha_per_test": alpha})
+                   details={"tests": results, "alpha_per_test": alpha, "plot": plot})
 
 
 def fit_curated(ctx) -> Outcome:

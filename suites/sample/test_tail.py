@@ -16,6 +16,7 @@ import math
 import pytest
 import torch
 
+from harness.plots import tail_plot
 from harness.stats.binomial import (
     equal_tailed_p,
     fraction_schedule,
@@ -78,7 +79,8 @@ def tail_outcome(ctx, scales: list[dict], alpha_look: float, law: str) -> Outcom
                    samples=sum(s["rows"] * s["vocab"] for s in scales),
                    min_detectable_effect=max(s["min_detectable_deficit"] for s in scales),
                    effect="relative shortfall of the rare mass (worst scale)",
-                   details={"scales": scales, "alpha_per_look": alpha_look})
+                   details={"scales": scales, "alpha_per_look": alpha_look,
+                            "plot": tail_plot(scales, f"rare mass per scale against {law}")})
 
 
 def tail(ctx) -> Outcome:

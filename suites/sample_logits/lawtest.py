@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.plots import counts_plot
 from harness.stats.binomial import upper_p
 from harness.stats.chisquare import chisquare_gof, min_detectable_tv, pool_bins
 
@@ -45,7 +46,10 @@ def fit_row(name: str, counts: np.ndarray, certain: np.ndarray, inclusive: np.nd
         results.append({**base, "test": test, "df": df, "statistic": statistic,
                         "p_value": p_value,
                         "min_detectable_tv": min_detectable_tv(max(n_c, 1), max(df, 1),
-                                                               alpha, power)})
+                                                               alpha, power),
+                        "plot": counts_plot(f"row {name!r}, {test} test (surely kept tokens)",
+                                            counts[in_c], p, labels, p_value, statistic, df,
+                                            ids=np.flatnonzero(in_c))})
     p_amb = upper_p(k_a, draws, min(a_max, 1.0)) if ambiguous.any() else 1.0
     results.append({**base, "test": "ambiguous excess", "df": 0, "statistic": float(k_a),
                     "p_value": p_amb, "min_detectable_tv": 0.0})

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
+from harness.plots import pop_plot
 from harness.stats.chisquare import planned_samples
 from harness.stats.multiple import adjusted_p, bonferroni
 from harness.strategies.logits import sampling_tables
@@ -47,6 +48,7 @@ def fit_rows(ctx, rows: Rows, tv: float, alpha: float) -> list[dict]:
 
 
 def outcome(ctx, results: list[dict], alpha: float, tv: float) -> Outcome:
+    plot = pop_plot(results)
     passed, message, worst = summary(results, alpha)
     coarse = [r for r in results if r["test"] == "coarse"]
     return Outcome(passed, message, statistic=worst["statistic"],
@@ -55,7 +57,7 @@ def outcome(ctx, results: list[dict], alpha: float, tv: float) -> Outcome:
                    min_detectable_effect=max(r["min_detectable_tv"] for r in coarse),
                    effect=f"total variation over the surely kept tokens, on <= "
                           f"{ctx.budget.fit_max_bins} equal-mass bins (target {tv:g})",
-                   details={"tests": results, "alpha_per_test": alpha})
+                   details={"tests": results, "alpha_per_test": alpha, "plot": plot})
 
 
 def fit_curated(ctx) -> Outcome:

@@ -15,6 +15,7 @@ import pytest
 
 from harness.engine import Request
 from harness.engine.metrics import continuation_law, outcome_index
+from harness.plots import counts_plot, pop_plot
 from harness.stats.chisquare import chisquare_gof, min_detectable_tv, planned_samples, pool_bins
 from harness.stats.multiple import adjusted_p, bonferroni
 from harness.verdict import Outcome
@@ -41,7 +42,11 @@ def law(ctx) -> Outcome:
                         "df": df, "p_value": p_value,
                         "acceptance": run.acceptance_rate,
                         "min_detectable_tv": min_detectable_tv(n, max(df, 1), alpha,
-                                                               ctx.budget.power)})
+                                                               ctx.budget.power),
+                        "plot": counts_plot(f"K={spec}: 3-token continuations", counts,
+                                            expected, labels, p_value, statistic, df,
+                                            "continuation")})
+    plot = pop_plot(results)
     failed = [r for r in results if r["p_value"] <= alpha]
     worst = min(results, key=lambda r: r["p_value"])
     message = ("; ".join(f"K={r['num_spec_tokens']}: chi2 {r['statistic']:.1f} on {r['df']} df,"
@@ -53,7 +58,7 @@ def law(ctx) -> Outcome:
                    samples=sum(r["requests"] for r in results),
                    min_detectable_effect=max(r["min_detectable_tv"] for r in results),
                    effect=f"total variation of 3-token continuations on <= {MAX_BINS} bins",
-                   details={"runs": results, "alpha_per_test": alpha})
+                   details={"runs": results, "alpha_per_test": alpha, "plot": plot})
 
 
 @pytest.mark.statistical

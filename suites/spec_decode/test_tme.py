@@ -13,20 +13,33 @@ from __future__ import annotations
 
 import pytest
 
-from harness.engine.metrics import tme_and_bound
+from harness.engine.metrics import teacher_forced, tme_and_bound
+from harness.plots import by_error, errors_plot, pop_plot
 from harness.verdict import Outcome
 from suites.spec_decode.runs import LIMIT, limit_run
 
 pytestmark = pytest.mark.family("spec-decode")
 
 
+def errors_figure(target, requests, title: str, value: float, bound: float) -> dict:
+    """Plot data of the per-token errors |lp - lp_ref| behind one TME (for the report)."""
+    errors, tols = [], []
+    for req in requests:
+        refs, tol = teacher_forced(target, req.prompt, req.output)
+        errors += [abs(a - b) if a != b else 0.0 for a, b in zip(req.logprobs, refs, strict=True)]
+        tols += tol
+    return errors_plot(title, errors, tols, value, bound)
+
+
 def tme(ctx) -> Outcome:
-    results = {}
+    results, plots = {}, {}
     for scheduling in ("sync", "async"):
         eng, run = limit_run(ctx, scheduling)
         value, bound, tokens = tme_and_bound(eng.target, run.requests)
         results[scheduling] = {"tme": value, "bound": bound, "tokens": tokens,
                                "acceptance": run.acceptance_rate, "steps": run.steps}
+        plots[scheduling] = errors_figure(eng.target, run.requests, f"{scheduling} scheduling",
+                                          value, bound)
     bad = {s: r for s, r in results.items() if not r["tme"] <= r["bound"]}
     text = ", ".join(f"{s}: TME {r['tme']:.9g} (bound {r['bound']:.9g}, {r['tokens']} tokens)"
                      for s, r in results.items())
@@ -35,7 +48,9 @@ def tme(ctx) -> Outcome:
                    statistic=max(r["tme"] for r in results.values()),
                    samples=sum(r["tokens"] for r in results.values()),
                    min_detectable_effect=max(r["bound"] for r in results.values()) - 1.0,
-                   effect="TME - 1 above the float32 bound", details=results)
+                   effect="TME - 1 above the float32 bound",
+                   details={**results, "plot": pop_plot([{"plot": p} for p in plots.values()],
+                                                        by_error)})
 
 
 def test_tme(check):
