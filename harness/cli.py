@@ -71,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="time CUDA-graph replay of each call (launch cost apart)")
     from harness.simulate import add_arguments
     add_arguments(sub.add_parser("simulate", help="run the speculative-decoding engine"))
+    from harness import calibrate, compare, reproduce
+    reproduce.add_arguments(sub.add_parser("reproduce", help="re-run one check of a report"))
+    compare.add_arguments(sub.add_parser("compare", help="compare two reports' checks"))
+    calibrate.add_arguments(sub.add_parser("calibrate", help="false-fail rate or power of a "
+                                           "family's checks over many harness seeds"))
     return parser
 
 

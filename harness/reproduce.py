@@ -1,0 +1,243 @@
+"""``sampling-harness reproduce REPORT CHECK``: re-run one check of a recorded run and compare.
+
+A check's seed derives from (harness seed, family, check name) and its sample count from its
+share of the false-fail budget (family alpha / statistical checks), so a re-run with the
+recorded harness seed, budget, device, family alpha and statistical-check count draws the same
+random bits: on the same device its statistic must equal the recorded one, bit for bit.
+Floats are compared exactly or within ``REL_TOL`` relative (a last-digit slack, not a
+tolerance for a different computation). Exit 0: the same; 1: it differs; 2: no run.
+
+Also here: ``read_report``, the schema check of a report.json, shared with compare and
+calibrate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import torch
+
+import suites
+from harness.errors import HarnessError
+from harness.families import FAMILIES
+from harness.reports import writable
+from harness.runner import resolve_device
+from harness.sanitize import TOOLS, require_tool
+
+REL_TOL = 1e-9
+VERDICTS = ("pass", "fail", "error")
+_NUMBER_STRINGS = ("nan", "inf", "-inf")          # how reports.py writes non-finite floats
+RUN_FIELDS = {"verdict": str, "budget": str, "device": str, "harness_seed": int,
+              "family_alpha": (int, float), "statistical_checks": int, "checks": list}
+CHECK_FIELDS = ("name", "family", "kernel", "verdict", "statistic", "p_value", "alpha",
+                "samples", "min_detectable_effect", "seed")
+NUMERIC_FIELDS = ("statistic", "p_value", "alpha", "samples", "min_detectable_effect")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("report", metavar="REPORT.json", help="a run's report.json (or its dir)")
+    parser.add_argument("check", metavar="CHECK", help="the check's name in the report, e.g. "
+                                                       "fit_curated or validity_memcheck")
+    parser.add_argument("--kernel", default=None, metavar="NAME",
+                        help="which kernel's verdict, when the report checked several")
+    parser.add_argument("--report-dir", default=None, help="default: reports/<timestamp>/")
+
+
+def report_path(given: str | Path) -> Path:
+    """A report.json, or a report directory holding one."""
+    path = Path(given)
+    return path / "report.json" if path.is_dir() else path
+
+
+def as_float(value) -> float | None:
+    """A report number as a float: None stays None; "nan", "inf", "-inf" (JSON has no
+    non-finite floats, so reports write them as strings) become floats."""
+    if value is None:
+        return None
+    return float(value)
+
+
+def _is_number(value) -> bool:
+    return value is None or value in _NUMBER_STRINGS or (
+        isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def read_report(given: str | Path, fields: tuple[str, ...] = CHECK_FIELDS) -> dict:
+    """Parse and check a report.json; every fault is one ``HarnessError`` line naming the
+    file: missing, empty, not JSON, truncated, or not the schema of ``reports.to_json``."""
+    path = report_path(given)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HarnessError(f"{path}: no such report") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HarnessError(f"{path}: cannot read the report: {exc}") from None
+    if not text.strip():
+        raise HarnessError(f"{path}: the report is empty")
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+            raise HarnessError(f"{path}: truncated report: the JSON ends at line {exc.lineno} "
+                               f"before it is complete ({exc.msg})") from None
+        raise HarnessError(f"{path}: not a JSON report: {exc.msg} at line {exc.lineno} "
+                           f"column {exc.colno}") from None
+    if not isinstance(body, dict):
+        raise HarnessError(f"{path}: not a sampling-harness report (a JSON "
+                           f"{type(body).__name__}, not an object)")
+    for key, kind in RUN_FIELDS.items():
+        if key not in body:
+            raise HarnessError(f"{path}: not a sampling-harness report: no {key!r} field")
+        if not isinstance(body[key], kind) or isinstance(body[key], bool):
+            raise HarnessError(f"{path}: wrong schema: {key!r} is {body[key]!r}")
+    for i, check in enumerate(body["checks"]):
+        where = f"{path}: wrong schema: checks[{i}]"
+        if not isinstance(check, dict):
+            raise HarnessError(f"{where} is a {type(check).__name__}, not an object")
+        missing = [f for f in fields if f not in check]
+        if missing:
+            raise HarnessError(f"{where} has no {', '.join(map(repr, missing))}")
+        if check["verdict"] not in VERDICTS:
+            raise HarnessError(f"{where} has verdict {check['verdict']!r}, not pass|fail|error")
+        for key in NUMERIC_FIELDS:
+            if key in check and not _is_number(check[key]):
+                raise HarnessError(f"{where} has {key} {check[key]!r}, not a number")
+    return body
+
+
+def same_value(old, new, rel_tol: float = REL_TOL) -> bool:
+    """Equal numbers: both absent, both NaN, or |old - new| <= rel_tol * max(|old|, |new|)
+    (so 0 matches only 0, and infinities only themselves)."""
+    old, new = as_float(old), as_float(new)
+    if old is None or new is None:
+        return old is new
+    if math.isnan(old) or math.isnan(new):
+        return math.isnan(old) and math.isnan(new)
+    return math.isclose(old, new, rel_tol=rel_tol, abs_tol=0.0)
+
+
+def differences(old: dict, new: dict) -> list[str]:
+    """How the new verdict differs from the recorded one (statistic, p-value, verdict)."""
+    found = []
+    for key in ("statistic", "p_value"):
+        if not same_value(old[key], new[key]):
+            a, b = as_float(old[key]), as_float(new[key])
+            how = ""
+            if a is not None and b is not None and math.isfinite(a) and math.isfinite(b):
+                how = f" (new - old = {b - a:.6g}, relative {abs(b - a) / max(abs(a), abs(b)):.3g})"
+            found.append(f"{key} {old[key]!r} -> {new[key]!r}{how}")
+    if old["verdict"] != new["verdict"]:
+        found.append(f"verdict {old['verdict']} -> {new['verdict']}")
+    return found
+
+
+def find_verdict(report: dict, check: str, kernel: str | None, path: Path) -> dict:
+    """The one verdict named ``check`` (of ``kernel``, by name or target, if given)."""
+    named = [c for c in report["checks"] if c["name"] == check]
+    if not named:
+        known = ", ".join(sorted({c["name"] for c in report["checks"]})) or "none"
+        raise HarnessError(f"{path} has no check {check!r}; its checks: {known}")
+    if kernel is not None:
+        named = [c for c in named if kernel in (c["kernel"], c["target"])]
+        if not named:
+            raise HarnessError(f"{path} has no check {check!r} of kernel {kernel!r}")
+    kernels = sorted({c["kernel"] for c in named})
+    if len(kernels) > 1:
+        raise HarnessError(f"{path} has {check!r} for several kernels; name one with --kernel: "
+                           f"{', '.join(kernels)}")
+    return named[-1]
+
+
+def sanitizer(verdict: dict) -> str | None:
+    """The compute-sanitizer tool of a sanitized verdict (name ``<check>_<tool>``), or None."""
+    tool = verdict["name"].removeprefix(f"{verdict['check']}_")
+    return tool if verdict["name"] != verdict["check"] and tool in TOOLS else None
+
+
+def pytest_args(report: dict, verdict: dict, report_dir: Path) -> list[str]:
+    """The pytest command line of the recorded run, for this check's kernel only."""
+    if verdict["family"] not in FAMILIES:
+        raise HarnessError(f"the report's family {verdict['family']!r} is unknown here; known: "
+                           f"{', '.join(FAMILIES)}")
+    suite = Path(suites.__file__).parent / FAMILIES[verdict["family"]].suite
+    args = [str(suite), "-q", "-p", "no:cacheprovider", "--kernel", verdict["target"],
+            "--budget", report["budget"], "--device", torch.device(report["device"]).type,
+            "--harness-seed", str(report["harness_seed"]),
+            "--family-alpha", repr(float(report["family_alpha"])),
+            "--report-dir", str(report_dir)]
+    if report["statistical_checks"] > 0:       # 0: a run of exact checks only, nothing to pin
+        args += ["--statistical-checks", str(report["statistical_checks"])]
+    tool = sanitizer(verdict)
+    return args + (["--sanitize", tool] if tool else [])
+
+
+class ExactCheck:
+    """A pytest plugin keeping only the test function named exactly ``function`` (``-k`` is a
+    substring match: ``-k test_fit`` would also run test_fit_curated)."""
+
+    def __init__(self, function: str):
+        self.function = function
+
+    def pytest_collection_modifyitems(self, config, items):
+        keep = [i for i in items if getattr(i, "originalname", i.name) == self.function]
+        drop = [i for i in items if getattr(i, "originalname", i.name) != self.function]
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+
+def _show(value) -> str:
+    """Floats in full (repr round-trips them), other values as they read."""
+    return "-" if value is None else repr(value) if isinstance(value, float) else str(value)
+
+
+def side_by_side(old: dict, new: dict) -> str:
+    rows = [("", "original", "new")] + [
+        (label, _show(old[key]), _show(new[key])) for label, key in
+        (("statistic", "statistic"), ("p-value", "p_value"), ("alpha", "alpha"),
+         ("verdict", "verdict"), ("samples", "samples"), ("seed", "seed"))]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+                     for row in rows)
+
+
+def run_reproduce(args, report_dir: Path) -> int:
+    path = report_path(args.report)
+    report = read_report(path, CHECK_FIELDS + ("target", "check"))
+    old = find_verdict(report, args.check, args.kernel, path)
+    if (report_dir / "report.json").exists():
+        raise HarnessError(f"{report_dir} already holds a report.json; give another --report-dir")
+    pytest_argv = pytest_args(report, old, report_dir)
+    device = resolve_device(torch.device(report["device"]).type)   # this machine has one?
+    if sanitizer(old):
+        require_tool(sanitizer(old), device)
+    writable(report_dir)
+    print(f"reproduce {old['family']} / {old['kernel']} / {old['name']} of {path}: harness seed "
+          f"{report['harness_seed']}, budget {report['budget']}, device {report['device']}, "
+          f"family alpha {report['family_alpha']} over {report['statistical_checks']} "
+          "statistical checks")
+
+    import pytest
+    code = pytest.main(pytest_argv, plugins=[ExactCheck(f"test_{old['check']}")])
+    if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+        raise HarnessError(f"suite {old['family']!r} has no test_{old['check']} for kernel "
+                           f"{old['target']!r}: nothing ran")
+    new_path = report_dir / "report.json"
+    if not new_path.exists():
+        raise HarnessError(f"the re-run recorded no verdict (pytest exit {int(code)}: "
+                           f"{getattr(code, 'name', code)})")
+    new = [c for c in read_report(new_path)["checks"] if c["name"] == old["name"]]
+    if not new:
+        raise HarnessError(f"the re-run recorded no verdict {old['name']!r}; see {report_dir}/")
+    print(side_by_side(old, new[-1]))
+    changed = differences(old, new[-1])
+    print(f"report: {report_dir}/ (report.json, junit.xml, summary.md)")
+    if changed:
+        print("NOT REPRODUCED: " + "; ".join(changed))
+        return 1
+    statistic = "no statistic (an exact check)" if old["statistic"] is None else \
+        f"the same statistic {_show(old['statistic'])}"
+    print(f"reproduced: {statistic} and verdict {old['verdict']}")
+    return 0
