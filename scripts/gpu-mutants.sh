@@ -17,11 +17,11 @@ run() {  # family kind name [-k selection]
   echo "$kind $family/$name: exit $code in $(( $(date +%s) - start )) s: $verdicts"
 }
 for family in "$@"; do
-  for m in $(python3 -c "import kernels; print(' '.join(kernels.MUTANTS.get('$family', {})))"); do
-    sel=$(python3 -c "import kernels; print(' or '.join('test_' + c for c in kernels.MUTANTS['$family']['$m'].caught_by))")
+  for m in $(python3 scripts/registry.py "$family" mutant); do
+    sel=$(python3 scripts/registry.py "$family" caught "$m")
     run "$family" mutant "$m" -k "$sel"
   done
-  for k in $(python3 -c "import kernels; print(' '.join(kernels.CLEAN.get('$family', {})))"); do
+  for k in $(python3 scripts/registry.py "$family" tested); do
     [ -n "${SKIP_CLEAN:-}" ] || run "$family" clean "$k"
   done
 done

@@ -19,15 +19,15 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/n
   || python3 -m pip install -q --no-index --no-deps --no-build-isolation -e .
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
 harness() { python3 -m harness.cli "$@"; }
-names() { python3 -c "import kernels; print('\n'.join(getattr(kernels, '$1').get('$family', {})))"; }
+names() { python3 scripts/registry.py "$family" "$1"; }
 
-for k in $(names CLEAN); do
+for k in $(names tested); do
   start=$(date +%s)
   harness check "$family" --kernel "$k" --device cuda --budget standard --report-dir "$out/runs/$k" >"$out/runs/$k.log" 2>&1
   echo "clean  $k: exit $? in $(( $(date +%s) - start )) s"
 done
-caught() { python3 -c "import kernels; print(' or '.join('test_' + c for c in kernels.MUTANTS['$family']['$1'].caught_by))"; }
-for m in $(names MUTANTS); do
+caught() { python3 scripts/registry.py "$family" caught "$1"; }
+for m in $(names mutant); do
   extra=(--call-timeout 120 -k "$(caught "$m")")
   case $m in
     hangs) extra=(--call-timeout 5 -k test_validity) ;;

@@ -1,9 +1,13 @@
-"""Sweep triton-logprobs' GPU launch shape at the benchmark shapes (raw_logprobs, fp32, random
-ids): BLOCK, warps per program and programs per SM (rows split into chunks to reach it),
-timed like ``sampling-harness bench`` (median of device-event times, fresh inputs, flushed
-L2) against the floor (logits read once + 12 B K) at the measured copy bandwidth. Values
-and ranks never depend on these settings. CUDA only.
-Usage: python3 scripts/sweep_logprobs.py [--quick]   (prints a table)"""
+"""triton-logprobs on a GPU: the unpruned kernel (PRUNE = False) against the pruned one (PRUNE =
+True) at the benchmark shapes (raw_logprobs, fp32), with requested ids ``top`` (one sampled
+id and the row's 20 largest logits, as engines ask) and ``random`` (K uniform ids), timed
+like ``sampling-harness bench`` (median of device-event times, fresh inputs, flushed L2;
+eager and CUDA-graph replay, which leaves out the host's launch cost) against the floor
+(logits read once + 12 B K) at the measured copy bandwidth; the two kernels' ranks must be
+equal and their values within float32 rounding. With --sweep, each kernel also over its
+launch shape: BLOCK, warps per program and programs per SM (rows split into chunks to
+reach it); values and ranks never depend on these. CUDA only.
+Usage: python3 scripts/sweep_logprobs.py [--sweep] [--quick]   (prints tables)"""
 
 import itertools
 import sys
@@ -13,33 +17,69 @@ import torch
 import kernels.logprobs.triton_logprobs as tl_logprobs
 from harness.bench import copy_bandwidth, median_ms
 from harness.families.logprobs import FAMILY, bench_batch
+from kernels.logprobs.torch_logprobs import logprobs_torch
 
-SHAPES = FAMILY.bench.gpu_shapes                  # 256x151936x21, 32x128256x21
-BLOCKS, WARPS, PER_SM = (1024, 2048, 4096), (4, 8, 16), (2, 3, 4, 6, 8, 12, 16)
+SHAPES = FAMILY.bench.gpu_shapes      # 256x151936x21 and 32x128256x21, ids top and random
+BLOCKS, WARPS, PER_SM = (512, 1024, 2048, 4096), (4, 8, 16), (2, 3, 4, 6, 8)
 if "--quick" in sys.argv:
-    BLOCKS, WARPS, PER_SM = (2048,), (8,), (2, 4, 8)
+    BLOCKS, WARPS, PER_SM = (1024, 2048), (4, 8), (2, 4, 8)
+DEFAULT = tl_logprobs.GPU_BLOCK, tl_logprobs.GPU_WARPS, tl_logprobs.GPU_PROGRAMS_PER_SM
+KERNELS = {"unpruned": False, "pruned": True}
 
 device = torch.device("cuda")
 bandwidth = copy_bandwidth(device)
-print(f"copy bandwidth {bandwidth / 1e12:.2f} TB/s; defaults BLOCK {tl_logprobs.GPU_BLOCK}, "
-      f"warps {tl_logprobs.GPU_WARPS}, programs/SM {tl_logprobs.GPU_PROGRAMS_PER_SM}")
-print("| B x V x K | BLOCK | warps | programs/SM | S | median ms | % of floor |")
-print("|---|---|---|---|---|---|---|")
-best = {}
-for shape in SHAPES:
-    inputs = bench_batch(shape, device)
-    floor_ms = FAMILY.bench.floor_bytes(inputs) / bandwidth * 1e3
+torch.manual_seed(0)
+cases = {shape: bench_batch(shape, device) for shape in SHAPES}
+
+
+def timed(prune: bool, setting: tuple, inputs: dict, graph: bool) -> float:
+    tl_logprobs.PRUNE = prune
+    (tl_logprobs.GPU_BLOCK, tl_logprobs.GPU_WARPS, tl_logprobs.GPU_PROGRAMS_PER_SM) = setting
+    return median_ms(lambda work, _: tl_logprobs.logprobs_triton(**work), inputs, 30, graph)
+
+
+def row(shape, name, setting, inputs):
+    """Print one table row; return the faster of the eager and the graph median."""
     batch, vocab = inputs["logits"].shape
-    for block, warps, per_sm in itertools.product(BLOCKS, WARPS, PER_SM):
-        if block < 128 * warps:                  # 4 adjacent elements per thread at least
-            continue
-        tl_logprobs.GPU_BLOCK, tl_logprobs.GPU_WARPS = block, warps
-        tl_logprobs.GPU_PROGRAMS_PER_SM = per_sm
-        splits = tl_logprobs._launch_shape(batch, vocab, inputs["token_ids"].shape[1], device)[3]
-        ms = median_ms(lambda work, _: tl_logprobs.logprobs_triton(**work), inputs, 30)
-        print(f"| {shape} | {block} | {warps} | {per_sm} | {splits} | {ms:.4f} | "
-              f"{100 * floor_ms / ms:.0f}% |", flush=True)
-        if shape not in best or ms < best[shape][0]:
-            best[shape] = ms, (block, warps, per_sm)
-for shape, (ms, setting) in best.items():
-    print(f"best at {shape}: {ms:.4f} ms with (BLOCK, warps, programs/SM) = {setting}")
+    splits = tl_logprobs._launch_shape(batch, vocab, inputs["token_ids"].shape[1], device)[3]
+    eager = timed(KERNELS[name], setting, inputs, False)
+    replay = timed(KERNELS[name], setting, inputs, True)
+    floor_ms = FAMILY.bench.floor_bytes(inputs) / bandwidth * 1e3
+    best = min(eager, replay)
+    print(f"| {shape} | {name} | {' | '.join(map(str, setting))} | {splits} | {eager:.4f} | "
+          f"{replay:.4f} | {100 * floor_ms / best:.0f}% |", flush=True)
+    return best
+
+
+print(f"device {torch.cuda.get_device_name(device)}, copy bandwidth {bandwidth / 1e12:.2f} TB/s;"
+      f" defaults (BLOCK, warps, programs/SM) = {DEFAULT}; % of floor on the faster of eager "
+      "and graph")
+header = ("| B x V x K:ids | kernel | BLOCK | warps | programs/SM | S | eager ms | graph ms | "
+          "% of floor |\n|---|---|---|---|---|---|---|---|---|")
+print(header)
+for shape, inputs in cases.items():
+    outputs = {}
+    for name, prune in KERNELS.items():
+        row(shape, name, DEFAULT, inputs)
+        tl_logprobs.PRUNE = prune
+        outputs[name] = tl_logprobs.logprobs_triton(**inputs)
+    (v0, r0), (v1, r1) = outputs.values()
+    _, r_torch = logprobs_torch(**inputs)
+    assert torch.equal(r0, r_torch) and torch.equal(r1, r_torch), f"{shape}: ranks differ"
+    assert torch.allclose(v0, v1, rtol=1e-6, atol=1e-5), f"{shape}: values differ"
+print("pruned, unpruned and torch-logprobs: equal ranks, values within 1e-5, at every shape")
+
+if "--sweep" in sys.argv:
+    print("\n" + header)
+    best = {}
+    for shape, inputs in cases.items():
+        for name in KERNELS:
+            for setting in itertools.product(BLOCKS, WARPS, PER_SM):
+                if setting[0] < 128 * setting[1]:   # 4 adjacent elements per thread at least
+                    continue
+                ms = row(shape, name, setting, inputs)
+                if (shape, name) not in best or ms < best[shape, name][0]:
+                    best[shape, name] = ms, setting
+    for (shape, name), (ms, setting) in best.items():
+        print(f"best at {shape}, {name}: {ms:.4f} ms with (BLOCK, warps, programs/SM) = "
+              f"{setting}")
