@@ -7,6 +7,9 @@ measured on the same device (bytes read + written by a large device-to-device co
 timed call gets a fresh copy of its inputs (kernels may overwrite them) and starts with a
 flushed L2, both outside the timed region; the median of many calls is reported.
 ``--kernel`` adds any target (a user's own kernel) to the table beside the baselines.
+A shape may name a variant of the inputs after a colon (logprobs: ``256x151936x21:top``, the
+requested ids); a shape without one is timed in each variant of the family's default shapes,
+or in those ``--ids`` names.
 ``--cuda-graph`` times the replay of a CUDA graph of one call instead (what an engine's
 decode step pays: launch cost apart), the eager median beside it; a kernel that cannot be
 captured (a host synchronisation, a CPU op) shows "-".
@@ -104,8 +107,21 @@ def copy_bandwidth(device: torch.device) -> float:
     return 2 * src.numel() * 4 / (ms * 1e-3)
 
 
+def with_variants(shapes: list[str], variants: list[str], defaults: tuple[str, ...]) -> list[str]:
+    """``SHAPE:VARIANT`` strings: each shape in each of ``variants`` when given, else a shape
+    keeps its own variant or, without one, takes each variant of ``defaults`` (the family's
+    default shapes; none there: the shape as given)."""
+    known = list(dict.fromkeys(s.partition(":")[2] for s in defaults if ":" in s))
+    out = []
+    for shape in shapes:
+        base, _, own = shape.partition(":")
+        for variant in variants or ([own] if own else known) or [""]:
+            out.append(f"{base}:{variant}" if variant else base)
+    return list(dict.fromkeys(out))
+
+
 def run_bench(family_name: str, targets: list[str], device: str, shapes: list[str],
-              report_dir: Path, cuda_graph: bool = False) -> int:
+              report_dir: Path, cuda_graph: bool = False, variants: list[str] = ()) -> int:
     family = FAMILIES[family_name]
     spec = family.bench
     if spec is None:
@@ -115,12 +131,15 @@ def run_bench(family_name: str, targets: list[str], device: str, shapes: list[st
         raise HarnessError("--cuda-graph needs a CUDA device")
     names = list(dict.fromkeys([*spec.baselines, *(targets or by_role(family_name, "kernel"))]))
     kernels = {name: load(name, family_name) for name in names}
+    defaults = spec.gpu_shapes if dev.type == "cuda" else spec.cpu_shapes
+    if variants and not any(":" in shape for shape in defaults):
+        raise HarnessError(f"family {family_name!r} has no input variants (--ids)")
     try:
         cases = [(shape, spec.make_inputs(shape, dev))
-                 for shape in shapes or (spec.gpu_shapes if dev.type == "cuda"
-                                         else spec.cpu_shapes)]
+                 for shape in with_variants(list(shapes or defaults), list(variants), defaults)]
     except ValueError:
-        raise HarnessError(f"--shape takes {spec.shape_help}; got {shapes}") from None
+        raise HarnessError(f"--shape takes {spec.shape_help}; got {shapes or defaults}"
+                           + (f" with --ids {variants}" if variants else "")) from None
     bandwidth = copy_bandwidth(dev)
     calls = 50 if dev.type == "cuda" else 5
     rows = []

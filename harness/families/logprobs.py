@@ -97,11 +97,27 @@ def validate_output(output: object, inputs: dict) -> tuple[torch.Tensor, torch.T
     return values, ranks
 
 
+BENCH_IDS = ("top", "random")
+
+
 def bench_batch(shape: str, device: torch.device) -> dict:
-    """``BxVxK``: float32 logits N(0, 4), K random requested ids per row, raw_logprobs."""
-    batch, vocab, slots = (int(x) for x in shape.lower().split("x"))
-    return {"logits": torch.randn(batch, vocab, device=device) * 2.0,
-            "token_ids": torch.randint(vocab, (batch, slots), device=device),
+    """``BxVxK[:ids]``: float32 logits N(0, 4), raw_logprobs, with requested ids ``top``: one
+    id sampled from the row's softmax, then its K - 1 largest logits (what engines ask for:
+    the sampled token and the top 20 at K = 21, vLLM's order), or ``random`` (the default):
+    K uniform ids. Ranking kernels that prune by the ids' values meet their best case in
+    ``top`` and their worst in ``random``."""
+    dims, _, ids = shape.lower().partition(":")
+    batch, vocab, slots = (int(x) for x in dims.split("x"))
+    if ids not in ("", *BENCH_IDS) or (ids == "top" and not 0 < slots <= vocab + 1):
+        raise ValueError(shape)
+    logits = torch.randn(batch, vocab, device=device) * 2.0
+    if ids == "top":
+        sampled = torch.multinomial(torch.softmax(logits, dim=1), 1)
+        token_ids = torch.cat([sampled, logits.topk(slots - 1, dim=1).indices], dim=1)
+    else:
+        token_ids = torch.randint(vocab, (batch, slots), device=device)
+    return {"logits": logits,
+            "token_ids": token_ids,
             "mode": "raw_logprobs",
             "temperature": torch.ones(batch, device=device),
             "top_k": torch.zeros(batch, dtype=torch.int64, device=device),
@@ -120,8 +136,10 @@ FAMILY = Family(
     draws=lambda inputs: inputs["logits"].numel(),
     budgets=BUDGETS,
     bench=BenchSpec(
-        gpu_shapes=("256x151936x21", "32x128256x21"), cpu_shapes=("8x4099x21",),
-        shape_help="BxVxK", make_inputs=bench_batch,
+        gpu_shapes=tuple(f"{shape}:{ids}" for shape in ("256x151936x21", "32x128256x21")
+                         for ids in BENCH_IDS),
+        cpu_shapes=tuple(f"8x4099x21:{ids}" for ids in BENCH_IDS),
+        shape_help="BxVxK:ids", make_inputs=bench_batch,
         floor_bytes=lambda inputs: inputs["logits"].numel() * inputs["logits"].element_size()
         + 12 * inputs["token_ids"].numel(),
         baselines=("torch-logprobs-gather", "torch-logprobs")),
