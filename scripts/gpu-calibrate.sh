@@ -1,28 +1,33 @@
 #!/usr/bin/env bash
 # Calibration of a family on the CPU cores of a (GPU) machine: N harness seeds of a correct
 # kernel at quick (false-fail rate, p-value uniformity), then M seeds of each mutant on the
-# checks that must catch it (power). Summaries go to $OUT/calibration/<family>/.
-# Usage: scripts/gpu-calibrate.sh FAMILY KERNEL N M [WORKERS]
+# checks that must catch it (power; M = 0 skips them). Each calibration stops after LIMIT
+# seconds (default 500); what finished comes back under $OUT/calibration/<family>/<kernel>/
+# (summaries, and every run's report.json so that a later machine resumes from it: pass that
+# directory as RESUME, e.g. a copy inside the working tree).
+# Usage: [RESUME=DIR] [LIMIT=S] scripts/gpu-calibrate.sh FAMILY KERNEL N M [WORKERS]
 set -u
 family=$1 kernel=$2 runs=$3 mutant_runs=$4 workers=${5:-$(nproc)}
 out=${OUT:-/tmp/out}/calibration/$family
 work=/tmp/calibration/$family
 mkdir -p "$out" "$work"
+[ -z "${RESUME:-}" ] || cp -r "$RESUME"/. "$work"/
 export PYTHONUNBUFFERED=1
 unset TRITON_INTERPRET
-keep() {  # copy a calibration's summaries (not its per-run reports) to $out/$1
-  mkdir -p "$out/$1" && cp "$work/$1"/summary.* "$work/$1"/runs.csv "$out/$1"/ 2>/dev/null
+keep() {  # summaries and each run's report.json (not its html) of one calibration
+  (cd "$work" && find "$1" \( -name 'summary.*' -o -name 'runs.csv' -o -name 'calibrate.json' \
+     -o -name report.json \) -print0 | xargs -0 -r cp --parents -t "$out")
 }
-start=$(date +%s)
-python3 -m harness.cli calibrate "$family" --kernel "$kernel" --runs "$runs" --budget quick \
-  --device cpu --workers "$workers" --out "$work/$kernel" > "$out/$kernel.log" 2>&1
-echo "calibrate $family $kernel x$runs: exit $? in $(( $(date +%s) - start )) s"; keep "$kernel"
+calibrate() {  # name runs [-k selection]
+  local name=$1 n=$2 start=$(date +%s); shift 2
+  timeout "${LIMIT:-500}" python3 -m harness.cli calibrate "$family" --kernel "$name" --runs "$n" \
+    --budget quick --device cpu --workers "$workers" --out "$work/$name" "$@" > "$out/$name.log" 2>&1
+  echo "calibrate $family $name x$n: exit $? in $(( $(date +%s) - start )) s"; keep "$name"
+}
+[ "$runs" = 0 ] || calibrate "$kernel" "$runs"
+[ "$mutant_runs" = 0 ] && exit 0
 for m in $(python3 scripts/registry.py "$family" mutant); do
   [ -z "$(python3 scripts/registry.py "$family" tool "$m")" ] || continue   # sanitizer mutants
   [ "$m" != hangs ] || continue                                           # a 600 s timeout each
-  start=$(date +%s)
-  python3 -m harness.cli calibrate "$family" --kernel "$m" --runs "$mutant_runs" --budget quick \
-    --device cpu --workers "$workers" -k "$(python3 scripts/registry.py "$family" caught "$m")" \
-    --out "$work/$m" > "$out/$m.log" 2>&1
-  echo "calibrate $family $m x$mutant_runs: exit $? in $(( $(date +%s) - start )) s"; keep "$m"
+  calibrate "$m" "$mutant_runs" -k "$(python3 scripts/registry.py "$family" caught "$m")"
 done
