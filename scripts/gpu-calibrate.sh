@@ -2,9 +2,8 @@
 # Calibration of a family on the CPU cores of a (GPU) machine: N harness seeds of a correct
 # kernel at quick (false-fail rate, p-value uniformity), then M seeds of each mutant on the
 # checks that must catch it (power; M = 0 skips them). Each calibration stops after LIMIT
-# seconds (default 500); what finished comes back under $OUT/calibration/<family>/<kernel>/
-# (summaries, and every run's report.json so that a later machine resumes from it: pass that
-# directory as RESUME, e.g. a copy inside the working tree).
+# seconds (default 500); its summaries come back under $OUT/calibration/<family>/<kernel>/.
+# RESUME=DIR seeds the work directory (a calibration resumes from the runs it holds).
 # Usage: [RESUME=DIR] [LIMIT=S] scripts/gpu-calibrate.sh FAMILY KERNEL N M [WORKERS]
 set -u
 family=$1 kernel=$2 runs=$3 mutant_runs=$4 workers=${5:-$(nproc)}
@@ -14,9 +13,8 @@ mkdir -p "$out" "$work"
 [ -z "${RESUME:-}" ] || cp -r "$RESUME"/. "$work"/
 export PYTHONUNBUFFERED=1
 unset TRITON_INTERPRET
-keep() {  # summaries and each run's report.json (not its html) of one calibration
-  (cd "$work" && find "$1" \( -name 'summary.*' -o -name 'runs.csv' -o -name 'calibrate.json' \
-     -o -name report.json \) -print0 | xargs -0 -r cp --parents -t "$out")
+keep() {  # the summaries of one calibration (per-run reports stay on the machine)
+  mkdir -p "$out/$1" && cp "$work/$1"/summary.* "$work/$1"/runs.csv "$out/$1"/ 2>/dev/null
 }
 calibrate() {  # name runs [-k selection]
   local name=$1 n=$2 start=$(date +%s); shift 2
