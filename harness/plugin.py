@@ -286,8 +286,8 @@ class CheckContext:
     def _verdict(self, outcome: Outcome, state: str, seconds: float) -> Verdict:
         effects = self.runner.side_effects
         if effects:    # isolated (harness.isolation), and said once in the message
-            outcome.message += (f" (isolated: the kernel {'; '.join(effects)}; undone after "
-                                f"each call)")
+            outcome.message += (f" (isolated: the kernel {'; '.join(effects)}; settings "
+                                f"restored after each call)")
             outcome.details["side_effects"] = effects
         return Verdict(
             name=self.name, family=self.kernel.family, kernel=self.kernel.name,

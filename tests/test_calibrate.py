@@ -124,8 +124,18 @@ def test_a_mutant_reads_as_power(tmp_path):
     summary = pd.read_csv(tmp_path / "summary.csv").set_index("check")
     assert summary.loc["independence", "rate"] == 1 and summary.loc[RUN, "rate"] == 1
     assert "kernel role: mutant, must be caught by independence" in output
-    assert "| independence | fail | 2 | 0 | 2/2 | 1 | [0.158, 1] | 2e-05 | must catch it |" \
-        in output
+    # smoke is below the mutant's budget (quick): the power it shows is not promised there
+    assert "| independence | either | 2 | 0 | 2/2 | 1 | [0.158, 1] | 2e-05 |" in output
+
+
+def test_below_its_budget_a_mutant_is_not_flagged():
+    from harness.calibrate import RUN, _findings, expectation
+    meta = {"role": "mutant", "caught_by": ["tail"], "budget": "standard"}
+    assert expectation({**meta, "calibrated_budget": "quick"}, "tail", "pass") == "either"
+    assert expectation({**meta, "calibrated_budget": "standard"}, "tail", "pass") == "fail"
+    assert expectation({**meta, "calibrated_budget": "thorough"}, RUN, "pass") == "fail"
+    assert _findings("either", "mutant", 0, 16, 0.0, 2e-5, 1, 1) == \
+        "power not promised at this budget"
 
 
 def test_unusable_dirs_exit_2_with_one_line(tmp_path, capsys):
