@@ -65,10 +65,13 @@ def test_kernel_side_effects_are_isolated_and_said(tmp_path):
     for check in report["checks"]:
         effects = check["details"]["side_effects"]
         assert any("default dtype" in e for e in effects)
-        assert any("global CPU generator" in e for e in effects)
         assert any("deterministic" in e for e in effects)
         assert any("printed" in e for e in effects)
         assert "isolated:" in check["message"]
+    # torch.manual_seed(0) at every call changes the generator once; after that, reseeding
+    # to the same state is invisible (and harmless to the harness, which draws from its own)
+    assert any("global CPU generator" in e for check in report["checks"]
+               for e in check["details"]["side_effects"])
     summary = env_summary.read_text()
     assert summary.startswith("earlier step\n") and "# sampling-harness: PASS" in summary
 
