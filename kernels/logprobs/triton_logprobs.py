@@ -31,7 +31,8 @@ fewer accumulators); exp2 (ex2.approx.ftz, no denormal fix-ups); masks only in a
 block; the next block is loaded before this one is folded. sm_90 SASS of the loop (triton 3.6
 and 3.9, fp32, K = 21, BLOCK 1024, 8 warps): 53 instructions per element, 80 registers.
 
-PRUNE (kernels/logprobs/triton_logprobs_pruned.py, the default): an element adds to an id's
+PRUNE (kernels/logprobs/triton_logprobs_pruned.py, off by default: measured slower): an
+element adds to an id's
 rank only if it is >= the id's key, so with the keys ordered once per program, a block whose
 max is below a group's smallest key skips that group's compares. Ids that are the row's
 largest (an engine's top-20 and sampled token) skip all but the smallest key in almost every
@@ -40,7 +41,11 @@ SASS (triton 3.9 cross-compiled, raw_logprobs, fp32, K = 21, BLOCK 1024, 8 warps
 registers; the unpruned kernel there: 53.75 per element, 97 registers), per element: the
 unpruned loop 53.0; the pruned loop 18.75 with every group skipped, 21.25 with the smallest
 key's group (1 id), 29.75 with 5 ids, 61.75 with all 21 (the block max is a block
-reduction: two barriers).
+reduction: two barriers). Measured on an H100 (`bench logprobs`, 2026-11-23), it lost:
+256x151936x21 0.121 ms with top ids and 0.136 ms with random ids, against 0.109 ms for the
+unpruned kernel; 32x128256x21 0.159 ms eager against 0.073 (the per-row key sort and its
+launch). Fewer instructions did not buy time: the loop is bound by the loads in flight
+per SM (one 16-byte prefetch per thread), not only by issue.
 """
 
 import contextlib
@@ -58,8 +63,8 @@ INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM = 1024, 8, 4   # BLOCK >= 128 warps; swept by
 # scripts/sweep_logprobs.py
-PRUNE = True    # rank compares only in blocks that reach the ids' keys (triton_logprobs_pruned);
-# False: the unpruned _logprobs_kernel below
+PRUNE = False   # True: rank compares only in blocks that reach the ids' keys
+# (triton_logprobs_pruned; measured slower on an H100, see above)
 PRUNE_LIMIT = None   # a program prunes if its first block holds at most this many entries at or
 # above the smallest key of the largest keys' group (None: that group's size, per row)
 SPLITS = None                           # forces S, the splits of a row, when set
