@@ -152,6 +152,7 @@ def test_blocks_counted_are_those_that_reach_the_keys(monkeypatch, top):
 
     count_lanes = pruned.count_lanes
     monkeypatch.setattr(pruned, "count_lanes", spy)
+    monkeypatch.setattr(tlp, "PRUNE", True)      # off by default (measured slower on a GPU)
     groups = tlp.id_groups(slots)[:tlp.id_groups(slots)[3]]
     pruned_calls = 0
     for limit in (10**9, -1):
@@ -183,6 +184,7 @@ def test_prune_decision_follows_the_first_block(monkeypatch):
     monkeypatch.setattr(pruned, "count_lanes",
                         lambda c, k, i, LANES: calls.append(1) or count_lanes(c, k, i, LANES))
     monkeypatch.setattr(tlp, "CPU_BLOCK", block)
+    monkeypatch.setattr(tlp, "PRUNE", True)
     monkeypatch.setattr(tlp, "PRUNE_LIMIT", None)
     seen = {}
     for name, ids in (("top", top_ids(x, 21, 0)),
