@@ -45,7 +45,7 @@ KERNELS = textwrap.dedent('''
     import torch
     from kernels.meta import baseline
 
-    STATED = dict(must_fail={"cpu": {"quick": ("fit_curated",)}})
+    STATED = dict(must_fail={"cpu": {"smoke": ("fit_curated",)}})
 
     @baseline("softmax of probs, as a buggy engine ships it", **STATED)
     def double_softmax(probs, seed):
@@ -71,7 +71,7 @@ def baselines(tmp_path):
 
 def test_failing_as_stated_passes_the_run(tmp_path, baselines):
     code, output, report = cli("check", "sample", "--kernel", f"{baselines}:double_softmax",
-                               "--device", "cpu", "-k", "test_fit_curated",
+                               "--device", "cpu", "--budget", "smoke", "-k", "test_fit_curated",
                                report_dir=tmp_path / "r")
     assert code == 0, output[-3000:]
     [check] = report["checks"]
@@ -84,7 +84,7 @@ def test_failing_as_stated_passes_the_run(tmp_path, baselines):
 
 def test_passing_a_check_stated_to_fail_fails_the_run(tmp_path, baselines):
     code, output, report = cli("check", "sample", "--kernel", f"{baselines}:correct",
-                               "--device", "cpu", "-k", "test_fit_curated",
+                               "--device", "cpu", "--budget", "smoke", "-k", "test_fit_curated",
                                report_dir=tmp_path / "r")
     assert code == 1, output[-3000:]
     assert report["checks"][0]["verdict"] == "pass" and report["verdict"] == "fail"

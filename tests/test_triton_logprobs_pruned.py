@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 import triton
-from test_logprobs_kernels import MODES, _agree, batch, expected
+from test_logprobs_kernels import _agree, batch, expected
 
 import kernels.logprobs.triton_logprobs as tlp
 import kernels.logprobs.triton_logprobs_pruned as pruned
@@ -100,7 +100,7 @@ def run(monkeypatch, inputs, mode, launch):
 
 
 @pytest.mark.parametrize("launch", list(LAUNCHES))
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", ["raw_logprobs", "processed_logits"])   # one of each kind: CI time
 @pytest.mark.parametrize("case", list(CASES))
 def test_ranks_exact_and_values_unchanged(monkeypatch, case, mode, launch):
     inputs = CASES[case]
