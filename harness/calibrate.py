@@ -14,7 +14,6 @@ DIR/summary.md. Resumable: seeds whose report.json is complete are not run again
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -38,29 +37,20 @@ CONFIG = ("family", "kernel", "budget", "device", "select", "family_alpha",
           "statistical_checks")
 
 
-def _within(kind, low, high=None):
-    """An argparse type: ``kind(text)`` > low (and < high), else a one-line usage error."""
-    def parse(text: str):
-        value = kind(text)
-        if value <= low or (high is not None and value >= high):
-            bound = f" and < {high}" if high is not None else ""
-            raise argparse.ArgumentTypeError(f"must be > {low}{bound}, got {text}")
-        return value
-    return parse
-
-
 def add_arguments(parser) -> None:
+    from harness.cli import _positive  # the CLI's one argument type (imported late: cli
+    #                                       imports this module while building its parser)
     parser.add_argument("family", choices=tuple(FAMILIES))
     parser.add_argument("--kernel", required=True, metavar="TARGET")
-    parser.add_argument("--runs", type=_within(int, 0), required=True, metavar="N")
+    parser.add_argument("--runs", type=_positive(int), required=True, metavar="N")
     parser.add_argument("--budget", default="quick", choices=BUDGET_NAMES)
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    parser.add_argument("--workers", type=_within(int, 0), default=os.cpu_count() or 1, metavar="J")
+    parser.add_argument("--workers", type=_positive(int), default=os.cpu_count() or 1, metavar="J")
     parser.add_argument("--first-seed", type=int, default=1, metavar="S")
     parser.add_argument("-k", dest="select", default=None, help="pytest -k selection of checks")
-    parser.add_argument("--family-alpha", type=_within(float, 0, 1), default=None,
+    parser.add_argument("--family-alpha", type=_positive(float, 1.0), default=None,
                         help="passed to each run (a larger one makes false fails measurable)")
-    parser.add_argument("--statistical-checks", type=_within(int, 0), default=None, metavar="N")
+    parser.add_argument("--statistical-checks", type=_positive(int), default=None, metavar="N")
     parser.add_argument("--out", default=None, metavar="DIR", help="default: reports/<timestamp>/")
 
 
