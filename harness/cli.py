@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 import suites
+from harness import distributed, xdist_gpus
 from harness.budgets import BUDGET_NAMES, get_budget
 from harness.errors import HarnessError
 from harness.families import FAMILIES
@@ -56,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
                             "(set by reproduce commands; default: count the selected run's)")
     check.add_argument("--sanitize", default=None, choices=TOOLS,
                        help="re-run the validity checks under compute-sanitizer (GPU only)")
+    check.add_argument("--gpus", type=_positive(int), default=None, metavar="N",
+                       help="spread the checks over N GPUs, one pytest-xdist worker each (on "
+                            "a CPU run: N workers on the CPU); see docs/scale-out.md")
     sub.add_parser("list", help="families, kernels and mutants")
     bench = sub.add_parser("bench", help="time kernels of a family (GPU)")
     bench.add_argument("family", choices=tuple(FAMILIES))
@@ -97,8 +101,19 @@ def run_check(args) -> int:
     for family in families:
         for target in args.kernel or default_kernels(family):
             load(target, family)
-    report_dir = _report_dir(args.report_dir)
-    writable(report_dir)
+    launch = distributed.launch_env()
+    if launch is not None and (args.gpus or 1) > 1:
+        raise HarnessError("--gpus (pytest-xdist) and torchrun do not mix: spread independent "
+                           "checks or shard one, not both")
+    if launch is not None and args.sanitize:
+        raise HarnessError("--sanitize does not run under torchrun")
+    if (args.gpus or 1) > 1:
+        xdist_gpus.worker_specs(args.gpus, device.type)
+    shard = distributed.SINGLE if launch is None else \
+        distributed.init(launch, device.type, args.call_timeout)
+    report_dir = distributed.agree(_report_dir(args.report_dir), shard)
+    if shard.rank == 0:
+        writable(report_dir)
     root = Path(suites.__file__).parent
     pytest_args = [str(root / FAMILIES[family].suite) for family in families]
     pytest_args += ["-q", "-p", "no:cacheprovider", "--budget", args.budget,
@@ -114,16 +129,40 @@ def run_check(args) -> int:
         pytest_args += ["--sanitize", args.sanitize]
     if args.statistical_checks:
         pytest_args += ["--statistical-checks", str(args.statistical_checks)]
+    if args.gpus:
+        pytest_args += ["--gpus", str(args.gpus)]
 
     import pytest
     code = pytest.main(pytest_args)
+    if shard.world == 1:
+        return _conclude(code, report_dir, args.select)
+    try:    # rank 0 reads the report and decides; every rank exits the same way
+        said = (_conclude(code, report_dir, args.select), None) if shard.rank == 0 else None
+    except HarnessError as exc:
+        said = (None, str(exc))
+    code, error = distributed.agree(said, shard)
+    if error is not None:
+        raise HarnessError(error)
+    return code
+
+
+def _conclude(code: int, report_dir: Path, select: str | None) -> int:
+    """The exit code of a finished pytest run, from its code and its report."""
+    import pytest
+
     report = report_dir / "report.json"
-    verdict = json.loads(report.read_text())["verdict"] if report.exists() else "error"
+    body = json.loads(report.read_text()) if report.exists() else {}
+    verdict = body.get("verdict", "error")
     if report.exists():
         print((report_dir / "summary.md").read_text())
         print(f"report: {report_dir}/ (report.json, junit.xml, summary.md, report.html)")
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        raise HarnessError(f"no checks selected (-k {args.select!r})")
+        raise HarnessError(f"no checks selected (-k {select!r})")
+    unfinished = body.get("not_finished") or []
+    if unfinished and code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        raise HarnessError(f"the run did not complete: {len(unfinished)} checks did not finish "
+                           f"({', '.join(unfinished[:3])}{', ...' if len(unfinished) > 3 else ''}"
+                           f"); the report of the checks that finished is in {report_dir}/")
     if code == pytest.ExitCode.OK and verdict == "pass":
         return 0
     if code == pytest.ExitCode.TESTS_FAILED and verdict == "fail":
@@ -161,6 +200,7 @@ def run_list() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    distributed.multicast_off()     # never NVLink multicast, here and in every child process
     args = _parser().parse_args(argv)
     use_triton_interpreter_without_gpu()
     try:
@@ -186,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as exc:
         print(f"sampling-harness: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        distributed.shutdown()
 
 
 if __name__ == "__main__":

@@ -131,6 +131,13 @@ def _header(verdicts: list[Verdict], meta: dict) -> str:
             ("statistical checks sharing it", escape(str(meta.get("statistical_checks", "-")))),
             ("families", escape(", ".join(meta.get("families", [])) or "-")),
             ("started", escape(str(meta.get("started", "-"))))]
+    if meta.get("workers"):
+        rows.append(("spread over", f"{int(meta['workers'])} pytest-xdist workers"))
+    if meta.get("world_size"):
+        rows.append(("sharded over", f"{int(meta['world_size'])} torchrun ranks"))
+    if meta.get("not_finished"):
+        rows.append(("did not finish (yet)", "<br>".join(
+            f"<code>{escape(str(n))}</code>" for n in meta["not_finished"])))
     body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
     return (f'<h1>sampling-harness report <span class="badge {state}">{state.upper()}</span>'
             f'</h1>\n<table class="meta">{body}</table>')

@@ -10,12 +10,15 @@ records its verdict. Nothing here knows a family: each comes from ``harness.fami
 from __future__ import annotations
 
 import shlex
+import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+import torch
 
+from harness import distributed, xdist_gpus
 from harness.budgets import BUDGET_NAMES, MAX_CALL_ELEMENTS, get_budget
 from harness.errors import HarnessError, KernelFailure
 from harness.families import FAMILIES
@@ -36,6 +39,7 @@ from harness.verdict import Outcome, Verdict
 
 SESSION = pytest.StashKey["HarnessSession"]()
 DEFAULT_SEED = 20261122
+distributed.multicast_off()     # never NVLink multicast, here and in every child and worker
 
 
 def pytest_addoption(parser):
@@ -57,18 +61,42 @@ def pytest_addoption(parser):
     group.addoption("--sanitize", default=None, choices=TOOLS,
                     help="re-run each family's validity checks under compute-sanitizer "
                          "(GPU only)")
+    group.addoption("--gpus", type=int, default=None, metavar="N",
+                    help="spread the checks over N pytest-xdist workers, one GPU each (on a "
+                         "CPU run, N workers on the CPU); see docs/scale-out.md")
 
 
 class HarnessSession:
-    """Run-wide state: options resolved once, the verdicts so far, where reports go."""
+    """Run-wide state: options resolved once, the verdicts so far, where reports go.
+
+    Who writes the reports: a one-process run; under pytest-xdist the controller (workers
+    run the checks and send their verdicts, ``harness.xdist_gpus``); under torchrun rank 0
+    (every rank runs the selection, ``harness.distributed``)."""
 
     def __init__(self, config: pytest.Config):
         opt = config.getoption
+        self.worker = xdist_gpus.is_worker(config)
+        self.controller = xdist_gpus.distributing(config)
+        self.workers = len(opt("tx", None) or ()) if self.controller else None
         try:
             self.device = resolve_device(opt("device"))
             self.budget = get_budget(opt("budget"))
+            launch = distributed.launch_env()
+            self.shard = distributed.SINGLE
+            self.owns_group = False
+            if launch is not None:
+                if self.worker or self.controller or (opt("gpus") or 1) > 1:
+                    raise HarnessError("--gpus (pytest-xdist) and torchrun do not mix: "
+                                       "spread independent checks or shard one, not both")
+                if opt("sanitize"):
+                    raise HarnessError("--sanitize does not run under torchrun")
+                self.owns_group = not distributed.initialized()
+                self.shard = distributed.init(launch, self.device.type, opt("call_timeout"))
+                if self.device.type == "cuda":
+                    self.device = torch.device("cuda", launch.local_rank)
         except HarnessError as exc:
             raise pytest.UsageError(str(exc)) from None
+        self.writes = not self.worker and self.shard.rank == 0
         self.targets: list[str] = opt("kernel")
         self.harness_seed: int = opt("harness_seed")
         self.call_timeout: float = opt("call_timeout")
@@ -79,17 +107,19 @@ class HarnessSession:
             raise pytest.UsageError(f"--statistical-checks must be >= 1, got {self.pinned_checks}")
         self.call_args = [f"--{name.replace('_', '-')}={opt(name)}" for name in
                           ("harness_seed", "call_timeout", "family_alpha")]
-        self.report_dir = Path(opt("report_dir") or
-                               Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+        self.report_dir = Path(opt("report_dir") or distributed.agree(
+            Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S"), self.shard))
         try:
-            writable(self.report_dir)
+            if self.writes:
+                writable(self.report_dir)
         except HarnessError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.statistical_checks = 0
-        self.verdicts: list[Verdict] = []
+        self.verdicts: list[tuple[str, Verdict]] = []   # (node id, verdict), as they finish
         self.checks: set[str] = set()             # node ids of the collected checks
+        self.order: dict[str, int] = {}           # node id -> place in the collection
+        self.settled: set[str] = set()            # checks with a verdict, or skipped
         self.done = 0                             # checks finished
-        self.finished: str | None = None          # the progress line of the check just run
         self.plugins = config.pluginmanager
         self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self._kernels: dict[str, list[Kernel]] = {}
@@ -108,27 +138,60 @@ class HarnessSession:
         return bonferroni(self.family_alpha, max(1, self.statistical_checks))
 
     def meta(self, complete: bool) -> dict:
+        unfinished = sorted(self.checks - self.settled, key=lambda n: self.order.get(n, 0))
         return {"budget": self.budget, "device": str(self.device),
                 "harness_seed": self.harness_seed, "family_alpha": self.family_alpha,
                 "statistical_checks": self.statistical_checks, "started": self.started,
-                "families": sorted({v.family for v in self.verdicts}),
-                "complete": complete}
+                "families": sorted({v.family for _, v in self.verdicts}),
+                "complete": complete and not unfinished, "not_finished": unfinished,
+                **({"workers": self.workers} if self.workers else {}),
+                **({"world_size": self.shard.world} if self.shard.world > 1 else {})}
 
-    def record(self, verdict: Verdict, complete: bool = False) -> None:
-        self.verdicts.append(verdict)
-        write_all(self.report_dir, self.verdicts, self.meta(complete))
-        stated = "" if verdict.expected == "pass" else (
-            " (as stated)" if verdict.as_expected else f" (stated: {verdict.expected})")
-        self.finished = (f"{verdict.family} / {verdict.kernel} / {verdict.name}: "
-                         f"{verdict.verdict}{stated} in {verdict.duration:.1f} s")
+    def ordered(self) -> list[Verdict]:
+        """The verdicts in the selection's order (as a one-process run lists them)."""
+        inf = len(self.order)
+        return [v for _, v in sorted(self.verdicts, key=lambda nv: self.order.get(nv[0], inf))]
+
+    def write(self, complete: bool = False) -> None:
+        if self.writes and self.verdicts:
+            write_all(self.report_dir, self.ordered(), self.meta(complete))
+
+    def collected(self, nodeids: list[str]) -> None:
+        """The checks of the run, in order (a one-process run's collection, or the ids an
+        xdist worker collected)."""
+        self.checks = set(nodeids)
+        self.order = {nodeid: i for i, nodeid in enumerate(nodeids)}
+        terminal = self.plugins.get_plugin("terminalreporter")
+        if terminal is not None and self.checks and not self.worker:
+            spread = (f", over {self.workers} workers" if self.workers else
+                      f", sharded over {self.shard.world} ranks" if self.shard.world > 1 else "")
+            terminal.write_line(
+                f"sampling-harness: {len(self.checks)} checks, budget {self.budget}, device "
+                f"{self.device}, harness seed {self.harness_seed}{spread}"
+                + (f", under compute-sanitizer {self.sanitize}" if self.sanitize else ""))
 
     def pytest_runtest_logreport(self, report) -> None:
-        """(A hook: the session is registered as a plugin.) The line of the check that just
-        ran, or of one skipped before it ran."""
-        if (report.when == "call" or report.skipped and report.when == "setup") and \
-                self.finished:
-            self.progress(self.finished)
-            self.finished = None
+        """(A hook: the session is registered as a plugin.) Record the verdict a check's
+        report carries (from this process or an xdist worker) and write the reports; one
+        numbered line per check that finished, was skipped, or never finished."""
+        if self.worker:
+            return
+        carried = xdist_gpus.unpack(report) if report.when == "call" else None
+        if carried is not None:
+            verdict, self.statistical_checks = carried
+            self.verdicts.append((report.nodeid, verdict))
+            self.settled.add(report.nodeid)
+            self.write()
+            stated = "" if verdict.expected == "pass" else (
+                " (as stated)" if verdict.as_expected else f" (stated: {verdict.expected})")
+            self.progress(f"{verdict.family} / {verdict.kernel} / {verdict.name}: "
+                          f"{verdict.verdict}{stated} in {verdict.duration:.1f} s")
+        elif report.skipped and report.when == "setup" and xdist_gpus.line(report):
+            self.settled.add(report.nodeid)
+            self.progress(xdist_gpus.line(report))
+        elif report.failed and report.when in ("setup", "???") and report.nodeid in self.checks:
+            why = "its worker crashed" if report.when == "???" else "an error before it ran"
+            self.progress(f"{report.nodeid}: did not finish ({why})")
 
     def progress(self, line: str) -> None:
         """One line per finished check, numbered, on pytest's terminal (instead of dots;
@@ -149,11 +212,30 @@ def pytest_configure(config):
     use_triton_interpreter_without_gpu()
     state = config.stash[SESSION] = HarnessSession(config)
     config.pluginmanager.register(state, "sampling-harness-session")
+    if state.controller:
+        config.pluginmanager.register(xdist_gpus.Controller(state), "sampling-harness-xdist")
     if state.sanitize:
         try:
             require_tool(state.sanitize, state.device)
         except HarnessError as exc:
             pytest.exit(str(exc), returncode=2)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """``--gpus N``: N pinned xdist workers (before xdist reads its options)."""
+    if config.getoption("gpus") is not None:
+        try:
+            device = resolve_device(config.getoption("device"))
+        except HarnessError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        xdist_gpus.configure(config, device.type)
+
+
+def pytest_unconfigure(config):
+    state = config.stash.get(SESSION, None)
+    if state is not None and state.owns_group:
+        distributed.shutdown()
 
 
 def pytest_generate_tests(metafunc):
@@ -186,15 +268,8 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_collection_finish(session):
-    state = session.config.stash[SESSION]
-    state.checks = {item.nodeid for item in session.items
-                    if "check" in getattr(item, "fixturenames", ())}
-    terminal = state.plugins.get_plugin("terminalreporter")
-    if terminal is not None and state.checks:
-        terminal.write_line(
-            f"sampling-harness: {len(state.checks)} checks, budget {state.budget}, device "
-            f"{state.device}, harness seed {state.harness_seed}"
-            + (f", under compute-sanitizer {state.sanitize}" if state.sanitize else ""))
+    session.config.stash[SESSION].collected(
+        [item.nodeid for item in session.items if "check" in getattr(item, "fixturenames", ())])
 
 
 def pytest_runtest_setup(item):
@@ -202,8 +277,9 @@ def pytest_runtest_setup(item):
         state = item.config.stash[SESSION]
         if state.device.type != "cuda":
             kernel = item.callspec.params["kernel"]
-            state.finished = (f"{kernel.family} / {kernel.name} / "
-                              f"{item.originalname.removeprefix('test_')}: skipped (GPU only)")
+            item.user_properties.append((xdist_gpus.LINE, (
+                f"{kernel.family} / {kernel.name} / "
+                f"{item.originalname.removeprefix('test_')}: skipped (GPU only)")))
             pytest.skip("this check runs on a GPU only")
 
 
@@ -222,9 +298,8 @@ def pytest_report_teststatus(report, config):
 def pytest_sessionfinish(session, exitstatus):
     """Final write: ``complete`` is false when the run was interrupted or broke down."""
     state = session.config.stash.get(SESSION, None)
-    if state is not None and state.verdicts:
-        complete = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-        write_all(state.report_dir, state.verdicts, state.meta(complete=complete))
+    if state is not None and state.writes and state.verdicts:
+        state.write(complete=exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED))
         append_step_summary(state.report_dir / "summary.md")
 
 
@@ -250,6 +325,8 @@ class CheckContext:
         self.expectation = expectation(kernel.meta, self.check_name, self.device.type,
                                        state.budget)
         self.config = node.config
+        self.node = node
+        self.shard = state.shard      # this process's part of a sharded check
 
     def plan(self, draws: int) -> None:
         """The check is about to make ``draws`` draws: the progress bar's total (and ETA)."""
@@ -257,7 +334,13 @@ class CheckContext:
             self._progress.plan(draws)
 
     def seeds(self):
+        """Kernel seeds of a check run whole (the same on every rank of a torchrun)."""
         return seed_stream(self.seed)
+
+    def rank_seeds(self):
+        """Kernel seeds of this rank's share of a sharded check (``harness.distributed``):
+        the check's own stream in one process, an independent stream per rank otherwise."""
+        return seed_stream(self.shard.seed(self.seed))
 
     def reproduce(self) -> str:
         s = self.state
@@ -302,6 +385,19 @@ class CheckContext:
                      "guard_seconds": round(self.runner.guard_seconds, 3)},
             role=self.kernel.role, expected=self.expectation.verdict, why=self.expectation.why)
 
+    def _settle(self, verdict: Verdict) -> Verdict:
+        """The run's verdict of this check: rank 0's under torchrun (every rank the same; a
+        rank that concluded otherwise says so on its stderr), put on the test's report for
+        whoever writes the reports."""
+        own, verdict = verdict, distributed.agree(verdict, self.shard)
+        if (own.verdict, own.message) != (verdict.verdict, verdict.message):
+            print(f"sampling-harness: rank {self.shard.rank}: {own.kernel} / {own.name}: "
+                  f"{own.verdict} here ({own.message}); rank 0's {verdict.verdict} taken",
+                  file=sys.stderr)
+        self.node.user_properties.append(
+            xdist_gpus.pack(verdict, self.state.statistical_checks, self.state.worker))
+        return verdict
+
     def run(self, check_fn) -> Verdict:
         """Run ``check_fn(self) -> Outcome``; record the verdict; fail the test if it failed."""
         started = time.perf_counter()
@@ -317,12 +413,15 @@ class CheckContext:
             state = "fail"
         except Exception as exc:
             outcome = Outcome(passed=False, message=f"harness error: {type(exc).__name__}: {exc}")
-            self.state.record(self._verdict(outcome, "error", time.perf_counter() - started))
-            raise
+            verdict = self._settle(self._verdict(outcome, "error", time.perf_counter() - started))
+            if verdict.verdict == "error":
+                raise
+            state = None
         finally:
             self._progress.close()
-        verdict = self._verdict(outcome, state, time.perf_counter() - started)
-        self.state.record(verdict)
+        if state is not None:
+            verdict = self._settle(self._verdict(outcome, state, time.perf_counter() - started))
+        state = verdict.verdict
         if not verdict.as_expected:
             expected = f" (expected to fail: {verdict.why})" if verdict.expected == "fail" else ""
             pytest.fail(f"{self.kernel.name} / {self.name}: {state}{expected}: "

@@ -106,10 +106,12 @@ def to_markdown(verdicts: list[Verdict], meta: dict) -> str:
     behaviour, are listed apart with their stated expectation, which the run gates on."""
     kernels = [v for v in verdicts if v.role != "baseline"]
     baselines = [v for v in verdicts if v.role == "baseline"]
-    lines = [f"# sampling-harness: {overall(verdicts).upper()}", "",
+    unfinished = meta.get("not_finished") or []
+    lines = [f"# sampling-harness: {overall(verdicts).upper()}"
+             + (" (incomplete)" if unfinished and meta.get("complete") is False else ""), "",
              f"budget `{meta.get('budget')}`, device `{meta.get('device')}`, harness seed "
              f"`{meta.get('harness_seed')}`, family-wise false-fail budget "
-             f"`{meta.get('family_alpha')}`", ""]
+             f"`{meta.get('family_alpha')}`{_spread(meta)}", ""]
     if kernels:
         lines += _table(kernels, stated=False)
     if baselines:
@@ -120,7 +122,18 @@ def to_markdown(verdicts: list[Verdict], meta: dict) -> str:
     if failed:
         lines += ["", "## Reproduce", ""]
         lines += [f"- `{v.reproduce}`" for v in failed]
+    if unfinished:
+        lines += ["", "## Did not finish (yet)", ""] + [f"- `{n}`" for n in unfinished]
     return "\n".join(lines) + "\n"
+
+
+def _spread(meta: dict) -> str:
+    """', over 2 pytest-xdist workers' / ', sharded over 4 ranks': how the run was spread."""
+    if meta.get("workers"):
+        return f", over {meta['workers']} pytest-xdist workers"
+    if meta.get("world_size"):
+        return f", sharded over {meta['world_size']} torchrun ranks"
+    return ""
 
 
 def write_all(directory: Path, verdicts: list[Verdict], meta: dict) -> None:

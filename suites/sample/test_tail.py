@@ -7,15 +7,22 @@ the planned rows, each look at alpha / 4 (Bonferroni), and stops at the first re
 The planned n makes the expected rare wins ``budget.tail_expected``: noise that cannot go
 below a floor q_min suppresses rare wins once r << q_min (float32 exponential_: r < 6e-8).
 Detecting a ratio r costs about tail_expected / r noise draws.
+
+Sharded under torchrun (``harness.distributed``): by each look, rank r of W has drawn its
+share n_r(look) = floor(look / W) + [r < look mod W] of the look's rows with its own seeds;
+the ranks' (rare wins, rows) are summed before the look's test, so each look tests exactly
+the rows the schedule states, and every rank takes the same decision to stop.
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 import torch
 
+from harness.distributed import SINGLE, Shard, merged
 from harness.plots import tail_plot
 from harness.stats.binomial import (
     equal_tailed_p,
@@ -35,17 +42,26 @@ LOOKS = 4
 TAIL_MAX_VOCAB = 2**17
 
 
-def sequential_wins(draw, planned: int, mass: float, alpha_look: float):
+def _draw_until(draw, local: list[int], target: int) -> torch.Tensor:
+    """Draw until this rank's rows reach ``target``; its (rare wins, rows) so far."""
+    while local[1] < target:
+        wins, rows = draw(target - local[1])
+        local[0], local[1] = local[0] + wins, local[1] + rows
+    return torch.tensor(local, dtype=torch.int64)
+
+
+def sequential_wins(draw, planned: int, mass: float, alpha_look: float,
+                    shard: Shard = SINGLE):
     """Draw up to ``planned`` rows, looking at the schedule's fractions; stop at the first
     look that rejects. ``draw(n)`` makes one call of at most n rows and returns (rare wins,
-    rows drawn). Returns (wins, rows drawn, smallest p-value over the looks made)."""
+    rows drawn). Returns (wins, rows drawn, smallest p-value over the looks made), over all
+    ranks when ``shard`` is one rank's part (``draw`` then draws with that rank's seeds)."""
     looks = [math.ceil(f * planned) for f in fraction_schedule(LOOKS)]
-    wins = drawn = 0
+    local = [0, 0]                      # this rank's rare wins and rows
     p_value = 1.0
     for look in looks:
-        while drawn < look:
-            more, rows = draw(look - drawn)
-            wins, drawn = wins + more, drawn + rows
+        more = partial(_draw_until, draw, local, shard.size(look))
+        wins, drawn = merged(shard, f"tail look at {look} of {planned} rows", more).tolist()
         p_value = min(p_value, equal_tailed_p(wins, drawn, mass))
         if p_value <= alpha_look:
             break
@@ -86,13 +102,13 @@ def tail_outcome(ctx, scales: list[dict], alpha_look: float, law: str) -> Outcom
 def tail(ctx) -> Outcome:
     budget = ctx.budget
     alpha_look = looks_alpha(bonferroni(ctx.alpha, len(budget.tail_scales)), LOOKS)
-    seeds = ctx.seeds()
+    seeds = ctx.rank_seeds()
     scales = []
     for scale in budget.tail_scales:
         row, rare = tail_row(scale, TAIL_MAX_VOCAB, ctx.seed)
         mass = rare_mass(exact_probs(torch.as_tensor(row)[None])[0], rare)
         planned = math.ceil(budget.tail_expected / mass)
-        ctx.plan(planned * row.size)
+        ctx.plan(ctx.shard.size(planned) * row.size)
         probs = torch.as_tensor(row, device=ctx.device).repeat(rows_per_call(ctx, row.size), 1)
         rare_t = torch.as_tensor(rare, device=ctx.device)
 
@@ -101,7 +117,7 @@ def tail(ctx) -> Outcome:
             ids = ctx.runner.call({"probs": batch}, next(seeds))
             return int(rare_t[ids].sum()), batch.shape[0]
 
-        found = sequential_wins(draw, planned, mass, alpha_look)
+        found = sequential_wins(draw, planned, mass, alpha_look, ctx.shard)
         scales.append(scale_record(scale, int(row.size), mass, planned, found, alpha_look,
                                    budget.power))
     return tail_outcome(ctx, scales, alpha_look, "the exact rare mass")

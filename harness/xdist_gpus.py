@@ -1,0 +1,143 @@
+"""Independent checks spread over GPUs with pytest-xdist: one worker per GPU, one merged report.
+
+``--gpus N`` (the CLI's and the plugin's option; N > 1) starts N xdist workers, worker i with
+``CUDA_VISIBLE_DEVICES`` set to the i-th visible GPU before its interpreter imports torch (an
+execnet ``popen//env:`` spec), so each worker sees one device as ``cuda``; on a CPU run the
+same N workers share the CPU (each with ``OMP_NUM_THREADS`` = cores / N unless set). Checks
+go to whichever worker is free (``--dist load``; not ``loadgroup`` or ``loadscope``, which
+re-run the check a worker died in on its replacement).
+
+The family-wise alpha is the same as a one-GPU run's: every worker collects the whole
+selection and counts its statistical checks before any split (``pytest_collection_
+modifyitems`` in harness.plugin), and a check's seeds derive from the harness seed and its
+name only, so each check draws the same bits on any worker: a spread run's statistics equal
+a one-process run's, bit for bit on the same kind of device.
+
+Verdicts travel from the worker to the controller in the test report's ``user_properties``
+(as JSON); the controller alone writes report.json, junit.xml, summary.md and report.html,
+after every check, through the same writers as a one-process run. A worker that dies
+mid-check loses that check only: xdist replaces the worker, the report lists the check under
+``not_finished`` and says ``complete: false``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.verdict import Verdict
+
+VERDICT = "sampling_harness_verdict"     # user property: a verdict (and the run's alpha split)
+LINE = "sampling_harness_line"           # user property: a progress line (a check skipped)
+DIST = "load"
+
+
+def installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("xdist") is not None
+
+
+def visible_gpus(device_type: str, count: int | None = None) -> list[str]:
+    """The names of the GPUs a worker may be given: the entries of CUDA_VISIBLE_DEVICES
+    that torch sees (indices 0..count-1 without it); none on a CPU run."""
+    if device_type != "cuda":
+        return []
+    if count is None:
+        import torch
+
+        count = torch.cuda.device_count()
+    listed = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+              if d.strip()]
+    return listed[:count] if listed else [str(i) for i in range(count)]
+
+
+def worker_specs(gpus: int, device_type: str, count: int | None = None) -> list[str]:
+    """One execnet spec per worker, pinning worker i to GPU i; ``HarnessError`` (one line)
+    when N < 1, N exceeds the GPUs torch sees on a CUDA run, or xdist is missing."""
+    if gpus < 1:
+        raise HarnessError(f"--gpus must be >= 1, got {gpus}")
+    if not installed():
+        raise HarnessError("--gpus needs pytest-xdist (pip install pytest-xdist)")
+    env = {}
+    if "OMP_NUM_THREADS" not in os.environ:
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // gpus))
+    if device_type != "cuda":
+        return ["popen" + "".join(f"//env:{k}={v}" for k, v in env.items())] * gpus
+    devices = visible_gpus(device_type, count)
+    if gpus > len(devices):
+        raise HarnessError(f"--gpus {gpus} asked for, but torch sees {len(devices)} CUDA "
+                           f"device{'s' * (len(devices) != 1)}")
+    return ["popen" + "".join(f"//env:{k}={v}" for k, v in
+                              {**env, "CUDA_VISIBLE_DEVICES": devices[i]}.items())
+            for i in range(gpus)]
+
+
+def configure(config: pytest.Config, device_type: str) -> None:
+    """(Controller, from ``pytest_cmdline_main``, before xdist reads its options.) Turn
+    ``--gpus N`` into N pinned xdist workers."""
+    gpus = config.getoption("gpus")
+    if gpus is None or is_worker(config):
+        return
+    if config.getoption("numprocesses", None) or config.getoption("tx", None):
+        raise pytest.UsageError("give --gpus N or xdist's -n/--tx, not both")
+    if gpus == 1:     # one process on the default device: nothing to spread
+        return
+    try:
+        config.option.tx = worker_specs(gpus, device_type)
+    except HarnessError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if config.option.dist == "no":
+        config.option.dist = DIST
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return getattr(config, "workerinput", None) is not None
+
+
+def distributing(config: pytest.Config) -> bool:
+    """This process is an xdist controller: it runs no check, it gathers their verdicts."""
+    return not is_worker(config) and config.getoption("dist", "no") != "no" and bool(
+        config.getoption("tx", None))
+
+
+def pack(verdict: Verdict, statistical_checks: int, worker: bool):
+    """The user property that carries a verdict to whoever writes the reports: the object
+    itself in one process, JSON (NaN kept) across xdist's wire."""
+    if not worker:
+        return (VERDICT, (verdict, statistical_checks))
+    return (VERDICT, json.dumps({"verdict": verdict.to_dict(),
+                                 "statistical_checks": statistical_checks}))
+
+
+def unpack(report) -> tuple[Verdict, int] | None:
+    """The verdict a report carries (and its run's statistical-check count), or None."""
+    for name, value in getattr(report, "user_properties", ()) or ():
+        if name != VERDICT:
+            continue
+        if isinstance(value, str):
+            body = json.loads(value)
+            return Verdict(**body["verdict"]), int(body["statistical_checks"])
+        return value
+    return None
+
+
+def line(report) -> str | None:
+    return next((value for name, value in getattr(report, "user_properties", ()) or ()
+                 if name == LINE), None)
+
+
+class Controller:
+    """The controller's xdist hooks (registered only where xdist runs): the selection each
+    worker collected (the numbered lines' total and the report's order)."""
+
+    def __init__(self, state):
+        self.state = state
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        if not self.state.checks:
+            self.state.collected(list(ids))
