@@ -7,7 +7,8 @@ eager and CUDA-graph replay, which leaves out the host's launch cost) against th
 equal and their values within float32 rounding. With --sweep, each kernel also over its
 launch shape: BLOCK, warps per program and programs per SM (rows split into chunks to
 reach it); values and ranks never depend on these. CUDA only.
-Usage: python3 scripts/sweep_logprobs.py [--sweep] [--quick]   (prints tables)"""
+Usage: python3 scripts/sweep_logprobs.py [--sweep] [--quick] [--pruned] [--grid B,..;W,..;P,..]
+(prints tables; --pruned sweeps the pruned kernel only, --grid names the launch shapes)"""
 
 import itertools
 import sys
@@ -23,6 +24,9 @@ SHAPES = FAMILY.bench.gpu_shapes      # 256x151936x21 and 32x128256x21, ids top 
 BLOCKS, WARPS, PER_SM = (512, 1024, 2048, 4096), (4, 8, 16), (2, 3, 4, 6, 8)
 if "--quick" in sys.argv:
     BLOCKS, WARPS, PER_SM = (1024, 2048), (4, 8), (2, 4, 8)
+if "--grid" in sys.argv:
+    BLOCKS, WARPS, PER_SM = (tuple(int(v) for v in part.split(","))
+                             for part in sys.argv[sys.argv.index("--grid") + 1].split(";"))
 DEFAULT = tl_logprobs.GPU_BLOCK, tl_logprobs.GPU_WARPS, tl_logprobs.GPU_PROGRAMS_PER_SM
 KERNELS = {"unpruned": False, "pruned": True}
 
@@ -73,7 +77,7 @@ if "--sweep" in sys.argv:
     print("\n" + header)
     best = {}
     for shape, inputs in cases.items():
-        for name in KERNELS:
+        for name in (["pruned"] if "--pruned" in sys.argv else KERNELS):
             for setting in itertools.product(BLOCKS, WARPS, PER_SM):
                 if setting[0] < 128 * setting[1]:   # 4 adjacent elements per thread at least
                     continue

@@ -93,3 +93,36 @@ def test_triton_candidate_and_full_row_races_draw_the_same_ids(monkeypatch):
     slow = race.sample_logits_triton(**inputs, seed=3)
     assert race.sample_logits_triton.sorted_rows == before + 16
     assert torch.equal(fast, slow)
+
+
+def test_triton_device_selection_agrees_with_the_host_path_on_hard_rows(monkeypatch):
+    """The device path (group maxima, candidates >= the k-th largest group max, bisections for
+    x_(k) and the top-p threshold) against the host path (KMAX = 0: torch-logprobs' sorted
+    kept set, then the full-row race) on rows built to break it: bf16 ties at and across
+    the top-k boundary, ties straddling top-p, -inf groups, fewer finite entries than k,
+    greedy rows with tied maxima in different groups, k = 1 and k = V - 1, top_p 0 and just
+    under 1, and rows of equal logits whose candidates overflow the scratch. Same noise, so
+    the same kept set must give the same ids, row by row."""
+    import kernels.sample_logits.triton_filtered_race as race
+    g = torch.Generator().manual_seed(11)
+    vocab, rows = 5000, 24
+    x = (torch.randn(rows, vocab, generator=g) * 2).to(torch.bfloat16).double()
+    x[1] = torch.randint(0, 4, (vocab,), generator=g).double()     # four values, many ties
+    x[2, ::2] = -np.inf                                              # every other entry masked
+    x[3, 7:] = -np.inf                                               # 7 finite entries, k = 20
+    x[4] = 0.0                                                       # all equal: overflow
+    x[5, [100, 4000]] = 50.0                                         # greedy tie, two groups
+    x[6, :64] = -np.inf                                              # whole groups masked
+    t = [0.8, 1.0, 0.7, 1.0, 1.0, 0.0, 1.3, 0.5] * 3
+    k = [50, 3, 10, 20, 5, 7, 1, vocab - 1] * 3
+    p = [0.9, 0.6, 1.0, 0.5, 0.9, 0.9, 0.0, 1.0 - 2.0**-20] * 3
+    inputs = batch(x.numpy(), t, k, p, dtype=torch.bfloat16)
+    for seed in range(3):
+        before = race.sample_logits_triton.sorted_rows
+        fast = race.sample_logits_triton(**inputs, seed=seed)
+        # on the host: only the overflowing row 4 and k = V - 1 > KMAX (rows 7, 15, 23)
+        assert race.sample_logits_triton.sorted_rows == before + 4
+        monkeypatch.setattr(race, "KMAX", 0)
+        slow = race.sample_logits_triton(**inputs, seed=seed)
+        monkeypatch.setattr(race, "KMAX", 1024)
+        assert torch.equal(fast, slow), (fast != slow).nonzero()[:, 0].tolist()

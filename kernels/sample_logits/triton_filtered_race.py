@@ -3,30 +3,24 @@
 Top-k and top-p each keep a set {x >= c} of the row (ties with the boundary kept), so one
 threshold c per row describes the processed row; the draw is then an exponential race over
 the kept tokens in log space: token = argmax_{x_j >= c} (x_j / T - log q_j), q_j ~ Exp(1)
-(Gumbel-max with exact exponentials; no row max, no softmax in memory).
+(Gumbel-max with exact exponentials keyed by (row, column): kernels/sample_logits/race_noise.py;
+no row max, no softmax in memory).
 
-Noise: q_j of row r, column j comes from the Philox counter r V + j (seed = the call's seed):
-word 0 folded to its distance from the nearer end of (0, 1), word 1 refining it where it is
-within 2^-20 of an end, as in triton-exact (kernels/sample/triton_race.py): q resolves down
-to 2^-65, so tokens 1e-10 below the head win at their rate. The noise depends on (row,
-column) alone, so the two races below draw the same winner from the same kept set.
+Two launches serve every greedy row and every row with 0 < top-k <= KMAX, with no host
+synchronisation between them:
 
-Which rows take which path:
+* ``_group_max`` reads the row once and keeps the max of each group of S columns (S a
+  power of two, about V / GROUPS);
+* ``_select_race`` (kernels/sample_logits/triton_top_k_select.py), one program per row,
+  gathers the candidates >= the k-th largest group max, which hold the whole top-k set with
+  its ties, runs top-p on them in float64 and races them; a greedy row's candidates are the
+  entries equal to its max, the first one wins.
 
-* temperature 0: the argmax of the logits (torch, the first maximal index);
-* top-k active with k <= KMAX: ``_group_max`` reads the row once and keeps the max of each
-  group of S columns (S a power of two, about V / GROUPS). The k + 1 largest entries of the
-  row lie in the k + 1 groups of largest max, so ``torch.topk`` (a selection) over those
-  groups' (k + 1) S entries gives them. If the (k + 1)-th is below the k-th, every entry
-  >= the k-th, ties included, is among them: top-p runs on those few candidates (float64)
-  and ``_candidate_race`` races them. Nothing else reads the row;
-* no top-k, top-p < 1: the candidates are the TOP_P_CANDIDATES largest; if their mass
-  (under a full-row logsumexp) reaches top_p, the threshold is the last token kept there;
-* no filter: c = -inf;
-* every other row (k > KMAX, a top-p set larger than TOP_P_CANDIDATES tokens, boundary ties
-  running past the candidates): the sort-based threshold of torch-logprobs, for those rows
-  only (``sorted_rows`` counts them);
-* all but the candidate rows: ``_row_race`` over the whole row with threshold c.
+Every other row (top-p alone, no filter, k > KMAX, more candidates than the scratch holds)
+is flagged, and after one synchronisation takes the host path: top-p alone from the
+TOP_P_CANDIDATES largest under a full-row logsumexp, no filter with c = -inf, and the rest
+(k > KMAX, a top-p set larger than TOP_P_CANDIDATES tokens) the sort-based threshold of
+torch-logprobs, counted in ``sorted_rows``; then ``_row_race`` over their whole rows.
 """
 
 import os
@@ -36,33 +30,17 @@ import triton
 import triton.language as tl
 
 from kernels.logprobs.torch_logprobs import kept_entries
-from kernels.sample.triton_race import REFINE_BELOW, exponential, fold
+from kernels.sample_logits.race_noise import scores
+from kernels.sample_logits.triton_top_k_select import select_race
 from kernels.split_scratch import multiprocessors
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 KMAX, TOP_P_CANDIDATES, GROUPS = 1024, 256, 1024
 CPU_TILE = 2**18                       # elements per program in the interpreter
 GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM = 2048, 4, 4
+GPU_GROUP_BLOCK, GPU_GROUP_WARPS = 8192, 4        # _group_max: columns and warps a program
+GPU_SELECT_WARPS = 8                               # _select_race
 NEG_INF = float("-inf")
-
-
-@triton.jit
-def log_noise(seed, rows, cols, V):
-    """log q for each (row, column): Philox counter row V + column, exact-tail exponential."""
-    counter = rows.to(tl.int64) * V + cols
-    word, refine, _, _ = tl.randint4x(seed, counter)
-    upper, x_int = fold(word)
-    tail = tl.where(x_int < REFINE_BELOW, (refine.to(tl.float32) + 0.5) * 2.3283064365386963e-10,
-                    0.5)
-    return tl.log(exponential(upper, x_int, tail))
-
-
-@triton.jit
-def scores(x, cutoff, t, seed, rows, cols, V):
-    """x / T - log q where x >= c (and finite), -inf elsewhere (never NaN)."""
-    kept = (x >= cutoff) & (x > float("-inf"))
-    z = tl.where(kept, x, 0.0) / t
-    return tl.where(kept, z - log_noise(seed, rows, cols, V), float("-inf"))
 
 
 @triton.jit(do_not_specialize=["seed"])
@@ -108,26 +86,6 @@ def _group_max(logits_ptr, out_ptr, B, V, stride, G, BLOCK_R: tl.constexpr,
     tl.store(out_ptr + out, tl.max(x, axis=2), mask=(rows < B)[:, None] & (groups < G)[None, :])
 
 
-@triton.jit(do_not_specialize=["seed"])
-def _candidate_race(vals_ptr, cols_ptr, rows_ptr, cutoff_ptr, temp_ptr, out_ptr, seed, R, V,
-                    C, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    """Each program: BLOCK_R rows of C candidates (value, column): the winning column.
-    Memory traffic: 12 B per candidate read, 8 B per row written."""
-    i = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    ok = i < R
-    j = tl.arange(0, BLOCK_C)[None, :]
-    mask = ok[:, None] & (j < C)
-    x = tl.load(vals_ptr + i[:, None] * C + j, mask=mask, other=float("-inf"))
-    cols = tl.load(cols_ptr + i[:, None] * C + j, mask=mask, other=0)
-    rows = tl.load(rows_ptr + i, mask=ok, other=0)[:, None]
-    cutoff = tl.load(cutoff_ptr + i, mask=ok, other=float("inf"))[:, None]
-    t = tl.load(temp_ptr + i, mask=ok, other=1.0)[:, None]
-    s = scores(x, cutoff, t, seed, rows, cols, V)
-    _, arg = tl.max(s, axis=1, return_indices=True, return_indices_tie_break_left=True)
-    winner = tl.sum(tl.where(j == arg[:, None], cols, 0), axis=1)
-    tl.store(out_ptr + i, winner, mask=ok)
-
-
 def top_p_cutoff(vals: torch.Tensor, keep: torch.Tensor, temperature: torch.Tensor,
                  top_p: torch.Tensor, total: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(c, reached) over candidates ``vals`` [R, C] sorted descending, the first the row's
@@ -170,19 +128,6 @@ def row_race(logits, rows, cutoff, temperature, seed) -> torch.Tensor:
     return cols.gather(0, best.argmax(dim=0, keepdim=True))[0]
 
 
-def candidate_race(vals, cols, rows, cutoff, temperature, vocab, seed) -> torch.Tensor:
-    count, width = vals.shape
-    block_c = triton.next_power_of_2(width)
-    block_r = max(1, min(triton.next_power_of_2(count), CPU_TILE // block_c))
-    if not INTERPRET and vals.device.type == "cuda":
-        block_r = 1
-    out = torch.empty(count, dtype=torch.int64, device=vals.device)
-    _candidate_race[(triton.cdiv(count, block_r),)](
-        vals.contiguous(), cols.contiguous(), rows, cutoff, temperature, out, seed, count, vocab,
-        width, BLOCK_R=block_r, BLOCK_C=block_c)
-    return out
-
-
 def group_width(vocab: int) -> int:
     """S: a power of two near V / GROUPS."""
     return triton.next_power_of_2(triton.cdiv(vocab, GROUPS))
@@ -194,47 +139,25 @@ def group_maxima(logits: torch.Tensor) -> torch.Tensor:
     width = group_width(vocab)
     count = triton.cdiv(vocab, width)
     out = torch.empty((batch, count), dtype=torch.float32, device=logits.device)
+    warps = 4
     if INTERPRET or logits.device.type != "cuda":
         block_g = min(triton.next_power_of_2(count), max(1, CPU_TILE // width))
         block_r = max(1, min(triton.next_power_of_2(batch), CPU_TILE // (block_g * width)))
     else:
-        block_r, block_g = 1, max(1, 2048 // width)
+        block_r, block_g = 1, max(1, GPU_GROUP_BLOCK // width)
+        warps = GPU_GROUP_WARPS
     _group_max[(triton.cdiv(batch, block_r), triton.cdiv(count, block_g))](
         logits, out, batch, vocab, logits.stride(0), count, BLOCK_R=block_r, BLOCK_G=block_g,
-        S=width)
+        S=width, num_warps=warps)
     return out
 
 
-def largest(logits: torch.Tensor, x: torch.Tensor, count: int):
-    """(values [B, C], columns [B, C]) of the C = ``count`` largest entries of each row
-    (fewer where V is smaller), descending: a selection among the groups of largest max."""
-    vocab = x.shape[1]
-    width = group_width(vocab)
-    maxima = group_maxima(logits)
-    groups = torch.topk(maxima, min(count, maxima.shape[1]), dim=1).indices
-    cols = (groups[:, :, None] * width + torch.arange(width, device=x.device)).flatten(1)
-    vals = torch.where(cols < vocab, x.gather(1, cols.clamp(max=vocab - 1)), NEG_INF)
-    top, at = torch.topk(vals, min(count, vals.shape[1]), dim=1)
-    return top, cols.gather(1, at)
-
-
-def top_k_race(logits, x, sampled, top_k, top_p, temperature, kmax, seed):
-    """(ids [B], resolved [B]) of the rows with 0 < k <= KMAX whose top-k set lies among the
-    k + 1 largest (every row is raced; ``resolved`` says whose result stands)."""
-    vocab = x.shape[1]
-    vals, cols = largest(logits, x, kmax + 1)
-    k = top_k.clamp(1, vals.shape[1])
-    kth = vals.gather(1, (k - 1)[:, None])
-    active = sampled & (top_k > 0) & (top_k <= min(KMAX, vocab - 1))
-    resolved = active & ((vals.shape[1] >= vocab) | (vals[:, -1:] < kth)[:, 0])
-    keep = vals >= kth
-    z = (vals / temperature.clamp_min(1e-30)[:, None]).to(torch.float64)
-    total = torch.where(keep, torch.exp(z - z[:, :1]), 0.0).sum(dim=1)
-    cutoff, _ = top_p_cutoff(vals, keep, temperature.clamp_min(1e-30), top_p, total)
-    cutoff = torch.where(top_p >= 1, kth[:, 0], cutoff)
-    rows = torch.arange(x.shape[0], device=x.device)
-    return candidate_race(vals, cols, rows, cutoff, temperature.clamp_min(1e-30), vocab,
-                          seed), resolved
+def select_rows(batch: int, device: torch.device) -> tuple[int, int]:
+    """(BLOCK_R, warps) of ``_select_race``: one row per program on a GPU; in the
+    interpreter (which pays per program) as many rows as CPU_TILE holds."""
+    if INTERPRET or device.type != "cuda":
+        return max(1, min(triton.next_power_of_2(batch), CPU_TILE // 2048)), 4
+    return 1, GPU_SELECT_WARPS
 
 
 def top_p_thresholds(x: torch.Tensor, top_p: torch.Tensor, temperature: torch.Tensor):
@@ -278,25 +201,24 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
         raise ValueError(f"logits must be float32, bfloat16 or float16 [B, V], got "
                          f"{logits.dtype} {tuple(logits.shape)}")
     batch, vocab = logits.shape
+    if batch == 0:
+        return torch.empty(0, dtype=torch.int64, device=logits.device)
     logits = logits.contiguous()
-    x = logits.to(torch.float32)
-    t = temperature.to(torch.float32)
-    k, p = top_k.to(torch.int64), top_p.to(torch.float32)
-    ids = x.argmax(dim=1)                                    # greedy rows (t == 0)
-    sampled = t > 0
-    resolved = torch.zeros_like(sampled)
-    small_k = sampled & (k > 0) & (k <= min(KMAX, vocab - 1))
-    kmax = int(torch.where(small_k, k, 0).max()) if batch else 0
-    if kmax:
-        won, resolved = top_k_race(logits, x, sampled, k, p, t, kmax, seed)
-        ids = torch.where(resolved, won, ids)
-    full = sampled & ~resolved
-    if bool(full.any()):
-        rows = full.nonzero()[:, 0]
-        cutoff = row_cutoffs(x[rows], t[rows], k[rows], p[rows])
-        ids[rows] = row_race(logits, rows, cutoff, t[rows].contiguous(), seed)
+    t = temperature.to(torch.float32).contiguous()
+    k, p = top_k.to(torch.int64).contiguous(), top_p.to(torch.float32).contiguous()
+    block_r, warps = select_rows(batch, logits.device)
+    ids, unresolved = select_race(logits, group_maxima(logits), group_width(vocab), t, k, p,
+                                  KMAX, seed, block_r, warps)
+    if bool(unresolved.any()):                   # the one host synchronisation
+        rows = unresolved.nonzero()[:, 0]
+        x = logits[rows].to(torch.float32)
+        ids[rows] = x.argmax(dim=1)              # greedy rows past the candidate scratch
+        sampled = (t[rows] > 0).nonzero()[:, 0]
+        if sampled.numel():
+            rows, x = rows[sampled], x[sampled]
+            cutoff = row_cutoffs(x, t[rows], k[rows], p[rows])
+            ids[rows] = row_race(logits, rows, cutoff, t[rows].contiguous(), seed)
     return ids
-
 
 
 sample_logits_triton.sorted_rows = 0   # rows that took the sort fallback, over all calls

@@ -1,0 +1,34 @@
+"""The race of triton-sample-logits in log space: x / T - log q, q ~ Exp(1) keyed by (row,
+column).
+
+q_j of row r, column j comes from the Philox counter r V + j (seed = the call's seed): word
+0 folded to its distance from the nearer end of (0, 1), word 1 refining it where it is
+within 2^-20 of an end, as in triton-exact (kernels/sample/triton_race.py): q resolves down
+to 2^-65, so tokens 1e-10 below the head win at their rate. The noise depends on (row,
+column) alone, so every race over a kept set that holds the same tokens draws the same
+winner, whichever columns it reads.
+"""
+
+import triton
+import triton.language as tl
+
+from kernels.sample.triton_race import REFINE_BELOW, exponential, fold
+
+
+@triton.jit
+def log_noise(seed, rows, cols, V):
+    """log q for each (row, column): Philox counter row V + column, exact-tail exponential."""
+    counter = rows.to(tl.int64) * V + cols
+    word, refine, _, _ = tl.randint4x(seed, counter)
+    upper, x_int = fold(word)
+    tail = tl.where(x_int < REFINE_BELOW, (refine.to(tl.float32) + 0.5) * 2.3283064365386963e-10,
+                    0.5)
+    return tl.log(exponential(upper, x_int, tail))
+
+
+@triton.jit
+def scores(x, cutoff, t, seed, rows, cols, V):
+    """x / T - log q where x >= c (and finite), -inf elsewhere (never NaN)."""
+    kept = (x >= cutoff) & (x > float("-inf"))
+    z = tl.where(kept, x, 0.0) / t
+    return tl.where(kept, z - log_noise(seed, rows, cols, V), float("-inf"))

@@ -1,0 +1,185 @@
+"""The top-k rows of triton-sample-logits in one launch: select, top-p, race, on the device.
+
+Given the max of every group of S columns (``_group_max``, one read of the row), a row with
+0 < k <= KMAX keeps the set {x >= x_(k)}, x_(k) its k-th largest entry. Let tau be the k-th
+largest group max: the k groups of largest max each hold an entry >= tau, so x_(k) >= tau,
+and every entry >= x_(k) lies in a group whose max is >= tau. So the candidates
+{x >= tau}, gathered from those groups alone, hold the whole top-k set with its ties, and
+top-p and the race need nothing else of the row. A greedy row (temperature 0) takes tau =
+the row max: its first candidate is the first maximal index.
+
+Per row, one program:
+1. tau, the k-th largest group max, by bisection on the order-preserving int32 keys of the
+   floats (32 halvings, each a count over GP <= 1024 maxima in registers; no sort);
+2. the selected groups' indices compacted (a prefix sum) into a scratch row, ascending;
+3. their entries >= tau compacted, ascending by column, into a candidate scratch row
+   (values and columns, at most CMAX; more is an overflow, the row left to the caller);
+4. x_(k) among the candidates by the same bisection, then top-p on {x >= x_(k)} in
+   float64: in descending order the kept prefix whose exclusive cumulative mass is below
+   top_p times the set's mass (the first always kept), found as the smallest key whose
+   strictly greater mass is below the bound (a bisection again: no sort), which gives the
+   row's threshold c;
+5. the race over the candidates >= c with the exact-tail noise of (row, column), the same
+   noise as the full-row race, so both draw the same winner from the same kept set.
+
+Memory traffic per row: the group maxima read (4 B G); the selected groups re-read (about
+k S entries; 8.6 % of a 151936-column row at k = 50) and their candidates written and read
+back (8 B each, L2); one id and one flag written.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.sample_logits.race_noise import scores
+
+CMAX = tl.constexpr(2048)      # candidates a row may gather
+TILE = 2048                    # entries of the selected groups read per step
+
+
+@triton.jit
+def first_max_index(values, at):
+    """The column ``at`` of the first maximal ``values`` entry per row."""
+    _, arg = tl.max(values, axis=1, return_indices=True, return_indices_tie_break_left=True)
+    j = tl.arange(0, values.shape[1])[None, :]
+    return tl.sum(tl.where(j == arg[:, None], at, 0), axis=1)
+
+
+@triton.jit
+def ordered(x):
+    """int32 keys in the order of the float32 values x (-0.0 as +0.0; -inf lowest)."""
+    bits = tl.where(x == 0.0, 0.0, x).to(tl.int32, bitcast=True)
+    return tl.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)
+
+
+@triton.jit
+def nth_largest(keys, n):
+    """The n-th largest of ``keys`` [R, N] per row (1 <= n <= N), by bisection on the key:
+    the largest T with #{key >= T} >= n, which is a key (32 halvings of the key range)."""
+    lo = tl.min(keys, axis=1).to(tl.int64)
+    hi = tl.max(keys, axis=1).to(tl.int64)
+    for _ in range(32):
+        mid = (lo + hi + 1) >> 1
+        enough = tl.sum((keys >= mid.to(tl.int32)[:, None]).to(tl.int32), axis=1) >= n
+        lo = tl.where(enough, mid, lo)
+        hi = tl.where(enough, hi, mid - 1)
+    return lo.to(tl.int32)
+
+
+@triton.jit
+def top_p_key(keys, w, bound, lo, hi):
+    """The smallest key T in [lo, hi] with sum(w where key > T) < bound: where ``keys`` are
+    taken in descending order, the last whose exclusive cumulative mass is below the bound
+    (ties with it kept); ``hi`` (the largest, always kept) when the bound is 0."""
+    lo, hi = lo.to(tl.int64), hi.to(tl.int64)
+    for _ in range(32):
+        mid = (lo + hi) >> 1
+        below = tl.sum(tl.where(keys > mid.to(tl.int32)[:, None], w, 0.0), axis=1) < bound
+        hi = tl.where(below, mid, hi)
+        lo = tl.where(below, lo, mid + 1)
+    return lo.to(tl.int32)
+
+
+@triton.jit
+def value_of(keys, vals, key):
+    """The value whose key is ``key`` [R] (the least value with a key >= it)."""
+    return tl.min(tl.where(keys >= key[:, None], vals, float("inf")), axis=1)
+
+
+@triton.jit
+def top_p_threshold(vals, keys, kth, t, top_p):
+    """c [R]: top-p on the kept set {x >= kth} of the candidates ``vals`` [R, N] (keys
+    ``keys``, ``kth`` a key), in float64 from the float32 quotients x / T: the smallest kept
+    value whose exclusive cumulative mass, in descending order, is below top_p times the
+    set's mass (the largest always kept); x_(k) itself where top_p >= 1."""
+    keep = keys >= kth[:, None]
+    z = (tl.where(keep, vals, 0.0) / t[:, None]).to(tl.float64)
+    top = tl.max(tl.where(keep, z, float("-inf")), axis=1)
+    top = tl.where(top > float("-inf"), top, 0.0)        # rows with nothing kept: unused
+    w = tl.where(keep, tl.exp(z - top[:, None]), 0.0)
+    bound = top_p.to(tl.float64) * tl.sum(w, axis=1)
+    key = top_p_key(keys, w, bound, kth, tl.max(keys, axis=1))
+    return value_of(keys, vals, tl.where(top_p >= 1.0, kth, key))
+
+
+@triton.jit(do_not_specialize=["seed"])
+def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_ptr, vals_ptr,
+                 cols_ptr, ids_ptr, unresolved_ptr, seed, B, V, G, stride, kmax,
+                 BLOCK_R: tl.constexpr, GP: tl.constexpr, S: tl.constexpr,
+                 GB: tl.constexpr):
+    """Programs: BLOCK_R rows each (module docstring). Memory traffic: the module's."""
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    ok = rows < B
+    rows64 = rows.to(tl.int64)
+    t = tl.load(temp_ptr + rows, mask=ok, other=1.0)
+    k = tl.load(topk_ptr + rows, mask=ok, other=0)
+    greedy = t == 0.0
+    top_k_row = (t > 0.0) & (k > 0) & (k <= kmax) & (k < V) & (k <= G)
+    active = ok & (greedy | top_k_row)
+    n = tl.where(top_k_row, k, 1)
+
+    g = tl.arange(0, GP)[None, :]
+    maxima = tl.load(maxima_ptr + rows64[:, None] * G + g, mask=active[:, None] & (g < G),
+                     other=float("-inf"))
+    tau = value_of(ordered(maxima), maxima, nth_largest(ordered(maxima), n))
+    chosen = active[:, None] & (g < G) & (maxima >= tau[:, None])
+    tl.store(groups_ptr + rows64[:, None] * GP + tl.cumsum(chosen.to(tl.int32), axis=1) - 1, g,
+             mask=chosen)
+    picked = tl.sum(chosen.to(tl.int32), axis=1)
+    tl.debug_barrier()                         # the group list, written above, read below
+
+    count = tl.zeros([BLOCK_R], tl.int32)
+    e = tl.arange(0, S)[None, None, :]
+    for start in range(0, tl.max(picked), GB):
+        j = start + tl.arange(0, GB)[None, :]
+        live = j < picked[:, None]
+        group = tl.load(groups_ptr + rows64[:, None] * GP + j, mask=live, other=0)
+        cols = group[:, :, None] * S + e
+        inside = live[:, :, None] & (cols < V)
+        x = tl.load(logits_ptr + rows64[:, None, None] * stride + cols, mask=inside,
+                    other=float("-inf")).to(tl.float32)
+        hit = inside & (x >= tau[:, None, None]) & ((x > float("-inf")) | greedy[:, None, None])
+        hit = tl.reshape(hit, [BLOCK_R, GB * S])
+        at = count[:, None] + tl.cumsum(hit.to(tl.int32), axis=1) - 1
+        store = hit & (at < CMAX)
+        slot = rows64[:, None] * CMAX + at
+        tl.store(vals_ptr + slot, tl.reshape(x, [BLOCK_R, GB * S]), mask=store)
+        tl.store(cols_ptr + slot, tl.reshape(cols, [BLOCK_R, GB * S]), mask=store)
+        count += tl.sum(hit.to(tl.int32), axis=1)
+    tl.debug_barrier()                         # the candidates, written above, read below
+
+    c = tl.arange(0, CMAX)[None, :]
+    have = c < count[:, None]
+    vals = tl.load(vals_ptr + rows64[:, None] * CMAX + c, mask=have, other=float("-inf"))
+    cols = tl.load(cols_ptr + rows64[:, None] * CMAX + c, mask=have, other=0)
+    keys = ordered(vals)
+    safe_t = tl.where(greedy, 1.0, t)
+    top_p = tl.load(topp_ptr + rows, mask=ok, other=1.0)
+    cutoff = top_p_threshold(vals, keys, nth_largest(keys, n), safe_t, top_p)
+    s = scores(vals, cutoff[:, None], safe_t[:, None], seed, rows[:, None], cols.to(tl.int64),
+               V)
+    won = tl.where(greedy, tl.sum(tl.where(c == 0, cols, 0), axis=1), first_max_index(s, cols))
+    resolved = active & (count <= CMAX)
+    tl.store(ids_ptr + rows, won.to(tl.int64), mask=resolved)
+    tl.store(unresolved_ptr + rows, (~resolved).to(tl.int8), mask=ok)
+
+
+def select_race(logits, maxima, width, temperature, top_k, top_p, kmax, seed, block_r, warps):
+    """(ids int64 [B], unresolved bool [B]): the greedy and top-k rows raced on the device;
+    ``unresolved`` marks the rest (no top-k, k > ``kmax``, more than CMAX candidates), whose
+    ids are left unwritten."""
+    batch, vocab = logits.shape
+    count = maxima.shape[1]
+    gp = triton.next_power_of_2(count)
+    gb = max(1, min(gp, TILE // width))
+    device = logits.device
+    ids = torch.empty(batch, dtype=torch.int64, device=device)
+    unresolved = torch.empty(batch, dtype=torch.int8, device=device)
+    groups = torch.empty((batch, gp), dtype=torch.int32, device=device)
+    vals = torch.empty((batch, CMAX.value), dtype=torch.float32, device=device)
+    cols = torch.empty((batch, CMAX.value), dtype=torch.int32, device=device)
+    _select_race[(triton.cdiv(batch, block_r),)](
+        logits, maxima, temperature, top_k, top_p, groups, vals, cols, ids, unresolved, seed,
+        batch, vocab, count, logits.stride(0), kmax, BLOCK_R=block_r, GP=gp, S=width, GB=gb,
+        num_warps=warps)
+    return ids, unresolved.bool()
