@@ -35,6 +35,8 @@ CHUNK_BIT = tl.constexpr(1 << 61)      # chunk variates: chunk counters with bit
 GPU_WARPS, GPU_PROGRAMS_PER_SM = 4, 1   # swept on an H100 (docs/performance.md): with one
 GPU_STAGES, GPU_UNROLL = 4, 1           # program per SM-share, 256 rows are not split
 GPU_ROWS = 1                            # rows per program
+GPU_LATE_NOISE = False                  # level-1 variates drawn after the loop, one vector
+GPU_EVICT = ""                          # level-1 loads' eviction policy ("evict_first")
 
 
 @triton.jit
@@ -64,10 +66,11 @@ def tail_bits(word, x_int):
 
 
 @triton.jit
-def quarter(probs_ptr, rows, row_ok, stride, V, cols):
+def quarter(probs_ptr, rows, row_ok, stride, V, cols, EVICT: tl.constexpr = ""):
     """Load probs at ``cols`` ([1, Q] shared by the rows, or [BLOCK_R, Q]); 0 past the row."""
     mask = row_ok[:, None] & (cols < V)
-    return tl.load(probs_ptr + rows.to(tl.int64)[:, None] * stride + cols, mask=mask, other=0.0)
+    return tl.load(probs_ptr + rows.to(tl.int64)[:, None] * stride + cols, mask=mask, other=0.0,
+                   eviction_policy=EVICT)
 
 
 @triton.jit
@@ -86,14 +89,15 @@ def keep_best(best, best_id, s, col0):
 
 
 @triton.jit
-def chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q: tl.constexpr):
+def chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q: tl.constexpr,
+                EVICT: tl.constexpr = ""):
     """The four quarters [BLOCK_R, Q] of the chunks starting at ``col0`` ([1, 1] or
     [BLOCK_R, 1])."""
     j = tl.arange(0, Q)[None, :]
-    return (quarter(probs_ptr, rows, row_ok, stride, V, col0 + j),
-            quarter(probs_ptr, rows, row_ok, stride, V, col0 + Q + j),
-            quarter(probs_ptr, rows, row_ok, stride, V, col0 + 2 * Q + j),
-            quarter(probs_ptr, rows, row_ok, stride, V, col0 + 3 * Q + j))
+    return (quarter(probs_ptr, rows, row_ok, stride, V, col0 + j, EVICT),
+            quarter(probs_ptr, rows, row_ok, stride, V, col0 + Q + j, EVICT),
+            quarter(probs_ptr, rows, row_ok, stride, V, col0 + 2 * Q + j, EVICT),
+            quarter(probs_ptr, rows, row_ok, stride, V, col0 + 3 * Q + j, EVICT))
 
 
 @triton.jit
@@ -157,25 +161,43 @@ def merge_splits(best_ptr, part_ptr, ids_ptr, rows, row_ok, B, splits):
 @triton.jit(do_not_specialize=["seed"])
 def _race_kernel(probs_ptr, ids_ptr, best_ptr, part_ptr, tickets_ptr, seed, B, V, stride,
                  n_chunks, chunks_per_split, splits, BLOCK_R: tl.constexpr, Q: tl.constexpr,
-                 SPLIT: tl.constexpr, STAGES: tl.constexpr, UNROLL: tl.constexpr):
+                 SPLIT: tl.constexpr, STAGES: tl.constexpr, UNROLL: tl.constexpr,
+                 LATE_NOISE: tl.constexpr, NCP: tl.constexpr, EVICT: tl.constexpr):
     """Each program: BLOCK_R rows and a run of chunks. Level 1 picks each row's chunk with
     the highest P_G / q_G; level 2 races the tokens of that chunk. With S > 1 splits each
     program writes its (score, token) partial and takes a ticket; the row block's last
-    program merges the S partials (one launch per call, capturable in a CUDA graph)."""
+    program merges the S partials (one launch per call, capturable in a CUDA graph).
+    LATE_NOISE: the loop only keeps each chunk's mass (a [BLOCK_R, NCP] vector), and the
+    variates of all its chunks are drawn after it at once (a Philox per thread, not one per
+    chunk on every thread); the same words and the same float32 scores, so the same draws."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_ok = rows < B
     first = tl.program_id(1) * chunks_per_split
     last = tl.minimum(first + chunks_per_split, n_chunks)
-    best = tl.full([BLOCK_R], -2.0, tl.float32)
-    winner = tl.zeros([BLOCK_R], tl.int32) + first
-    for chunk in tl.range(first, last, num_stages=STAGES, loop_unroll_factor=UNROLL):
-        p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V,
-                                     tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q, Q)
-        mass = tl.sum(p0 + p1 + p2 + p3, axis=1)
-        level1 = tl.where(mass > 0, mass / chunk_noise(seed, rows, chunk, n_chunks), -1.0)
-        better = level1 > best
-        best = tl.where(better, level1, best)
-        winner = tl.where(better, chunk, winner)
+    if LATE_NOISE:
+        k = tl.arange(0, NCP)[None, :]
+        masses = tl.zeros([BLOCK_R, NCP], tl.float32)
+        for chunk in tl.range(first, last, num_stages=STAGES, loop_unroll_factor=UNROLL):
+            p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V,
+                                         tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q, Q, EVICT)
+            mass = tl.sum(p0 + p1 + p2 + p3, axis=1)
+            masses = tl.where(k == chunk - first, mass[:, None], masses)
+        q = chunk_noise(seed, rows[:, None], first + k, n_chunks)
+        level1 = tl.where(first + k < last, tl.where(masses > 0, masses / q, -1.0), -2.0)
+        best, arg = tl.max(level1, axis=1, return_indices=True,
+                           return_indices_tie_break_left=True)
+        winner = first + arg.to(tl.int32)
+    else:
+        best = tl.full([BLOCK_R], -2.0, tl.float32)
+        winner = tl.zeros([BLOCK_R], tl.int32) + first
+        for chunk in tl.range(first, last, num_stages=STAGES, loop_unroll_factor=UNROLL):
+            p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V,
+                                         tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q, Q, EVICT)
+            mass = tl.sum(p0 + p1 + p2 + p3, axis=1)
+            level1 = tl.where(mass > 0, mass / chunk_noise(seed, rows, chunk, n_chunks), -1.0)
+            better = level1 > best
+            best = tl.where(better, level1, best)
+            winner = tl.where(better, chunk, winner)
 
     col0 = (winner * 4 * Q)[:, None]
     p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q)
@@ -254,7 +276,8 @@ def race_exact(probs: torch.Tensor, seed: int) -> torch.Tensor:
     _race_kernel[(row_blocks, splits)](
         probs, ids, best, part, tickets, seed, batch, vocab, probs.stride(0), chunks,
         per_split, splits, BLOCK_R=block_r, Q=q, SPLIT=splits > 1, STAGES=GPU_STAGES,
-        UNROLL=GPU_UNROLL, num_warps=warps)
+        UNROLL=GPU_UNROLL, LATE_NOISE=GPU_LATE_NOISE, NCP=triton.next_power_of_2(per_split),
+        EVICT=GPU_EVICT, num_warps=warps)
     return ids
 
 
