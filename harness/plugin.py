@@ -203,8 +203,12 @@ class CheckContext:
         return seed_stream(self.shard.seed(self.seed))
 
     def reproduce(self) -> str:
+        """The command that re-runs this check alone with the same bits and alpha (under
+        torchrun: with as many ranks, on any number of nodes)."""
         s = self.state
-        args = ["sampling-harness", "check", self.kernel.family, "--kernel", self.kernel.target,
+        launcher = ["sampling-harness"] if self.shard.world == 1 else [   # the same W ranks
+            "torchrun", "--nproc-per-node", str(self.shard.world), "-m", "harness.cli"]
+        args = [*launcher, "check", self.kernel.family, "--kernel", self.kernel.target,
                 "--device", self.device.type, "--budget", s.budget,
                 "--seed", str(s.harness_seed)]
         if s.statistical_checks:    # the alpha split of this run, whatever -k selects

@@ -171,3 +171,5 @@ def test_torchrun_shards_a_check_and_rank_0_writes_one_report(tmp_path):
     tail = report["checks"][1]["details"]["scales"]
     assert all(s["rows"] == s["planned_rows"] for s in tail)
     assert done.stdout.count("# sampling-harness: PASS") == 1      # rank 0 alone says it
+    assert report["checks"][1]["reproduce"].startswith(
+        "torchrun --nproc-per-node 2 -m harness.cli check sample --kernel torch-fp64")
