@@ -121,3 +121,18 @@ def test_same_seed_same_ids_and_seed_changes_draws():
 def test_rejects_wrong_dtype():
     with pytest.raises(ValueError, match="float32"):
         icdf.inverse_cdf(torch.ones(2, 3, dtype=torch.float64), 0)
+
+
+def test_race_launch_knobs_keep_the_draws(monkeypatch):
+    """triton-exact's sweep knobs (issue 10: late chunk noise, eviction policy, splits)
+    never change its draws: the ids are identical under every setting."""
+    race = pytest.importorskip("kernels.sample.triton_race")
+    probs = probs_batch(3, 9001, 11)
+    seen = set()
+    for late, evict, shape in [(False, "", (1, 1)), (True, "", (1, 1)), (True, "", (1, 3)),
+                               (False, "evict_first", (1, 3)), (True, "evict_first", (2, 2))]:
+        monkeypatch.setattr(race, "GPU_LATE_NOISE", late)
+        monkeypatch.setattr(race, "GPU_EVICT", evict)
+        monkeypatch.setattr(race, "_launch_shape", lambda b, v, d, s=shape: (*s, 1))
+        seen.add(tuple(race.race_exact(probs.clone(), 21).tolist()))
+    assert len(seen) == 1, seen

@@ -145,8 +145,12 @@ def inverse_cdf(probs: torch.Tensor, seed: int) -> torch.Tensor:
     splits = triton.cdiv(chunks, per_split)
     row_blocks = triton.cdiv(batch, block_r)
     ids = torch.empty(batch, dtype=torch.int64, device=probs.device)
-    tickets, sums = split_scratch("triton-inverse-cdf", probs.device, row_blocks,
-                                  row_blocks * block_r * chunks, (torch.float64,))
+    if splits > 1:   # held tickets; unsplit, a fresh buffer (no memset node in a graph)
+        tickets, sums = split_scratch("triton-inverse-cdf", probs.device, row_blocks,
+                                      batch * chunks, (torch.float64,))
+    else:
+        sums = torch.empty(batch * chunks, dtype=torch.float64, device=probs.device)
+        tickets = sums
     _inverse_cdf_kernel[(row_blocks, splits)](
         probs, ids, sums, tickets, seed, batch, vocab, probs.stride(0), chunks, per_split,
         splits, BLOCK_R=block_r, W=w, NC=triton.next_power_of_2(chunks), SPLIT=splits > 1,
