@@ -95,15 +95,20 @@ def test_triton_candidate_and_full_row_races_draw_the_same_ids(monkeypatch):
     assert torch.equal(fast, slow)
 
 
-def test_triton_device_selection_agrees_with_the_host_path_on_hard_rows(monkeypatch):
+@pytest.mark.parametrize("rows_per_program", [1, 32])
+def test_triton_device_selection_agrees_with_the_host_path_on_hard_rows(monkeypatch,
+                                                                       rows_per_program):
     """The device path (group maxima, candidates >= the k-th largest group max, bisections for
     x_(k) and the top-p threshold) against the host path (KMAX = 0: torch-logprobs' sorted
     kept set, then the full-row race) on rows built to break it: bf16 ties at and across
     the top-k boundary, ties straddling top-p, -inf groups, fewer finite entries than k,
     greedy rows with tied maxima in different groups, k = 1 and k = V - 1, top_p 0 and just
     under 1, and rows of equal logits whose candidates overflow the scratch. Same noise, so
-    the same kept set must give the same ids, row by row."""
+    the same kept set must give the same ids, row by row. One row per program: each row
+    takes its own tier (ranks up to SMALL candidates, bisection above); 32: one program, whose
+    rows all take the bisection."""
     import kernels.sample_logits.triton_filtered_race as race
+    monkeypatch.setattr(race, "select_rows", lambda batch, device: (rows_per_program, 4))
     g = torch.Generator().manual_seed(11)
     vocab, rows = 5000, 24
     x = (torch.randn(rows, vocab, generator=g) * 2).to(torch.bfloat16).double()

@@ -14,11 +14,12 @@ Per row, one program:
 2. the selected groups' indices compacted (a prefix sum) into a scratch row, ascending;
 3. their entries >= tau compacted, ascending by column, into a candidate scratch row
    (values and columns, at most CMAX; more is an overflow, the row left to the caller);
-4. x_(k) among the candidates by the same bisection, then top-p on {x >= x_(k)} in
-   float64: in descending order the kept prefix whose exclusive cumulative mass is below
-   top_p times the set's mass (the first always kept), found as the smallest key whose
-   strictly greater mass is below the bound (a bisection again: no sort), which gives the
-   row's threshold c;
+4. x_(k), then top-p on {x >= x_(k)} in float64: in descending order the kept prefix whose
+   exclusive cumulative mass is below top_p times the set's mass (the first always kept),
+   which gives the row's threshold c. Up to SMALL candidates (the usual k + a few) are put
+   in order by rank (an N x N comparison, each value stored at its rank) and summed with a
+   prefix sum; more are solved by bisection: x_(k) as above, c as the smallest key whose
+   strictly greater mass is below the bound (no sort either way);
 5. the race over the candidates >= c with the exact-tail noise of (row, column), the same
    noise as the full-row race, so both draw the same winner from the same kept set.
 
@@ -34,7 +35,8 @@ import triton.language as tl
 from kernels.sample_logits.race_noise import scores
 
 CMAX = tl.constexpr(2048)      # candidates a row may gather
-TILE = 2048                    # entries of the selected groups read per step
+SMALL = tl.constexpr(128)      # up to this many: thresholds by rank, else by bisection
+TILE = 4096                    # entries of the selected groups read per step
 
 
 @triton.jit
@@ -102,6 +104,57 @@ def top_p_threshold(vals, keys, kth, t, top_p):
     return value_of(keys, vals, tl.where(top_p >= 1.0, kth, key))
 
 
+@triton.jit
+def sorted_by_rank(vals, scratch_ptr, row_ok):
+    """``vals`` [R, N] in descending order, ties by position: each value's rank is the count
+    of values ahead of it (an N x N comparison), and it is stored at its rank in
+    ``scratch_ptr`` [R, N] (a permutation) and read back in order (rows ``row_ok``)."""
+    j = tl.arange(0, vals.shape[1])
+    a, b = vals[:, :, None], vals[:, None, :]
+    ahead = (b > a) | ((b == a) & (j[None, None, :] < j[None, :, None]))
+    rank = tl.sum(ahead.to(tl.int32), axis=2)
+    tl.store(scratch_ptr + rank, vals, mask=row_ok[:, None])
+    tl.debug_barrier()                         # the ranked values, written above, read below
+    return tl.load(scratch_ptr + j[None, :], mask=row_ok[:, None], other=float("-inf"))
+
+
+@triton.jit
+def sorted_top_p(ranked, k, t, top_p):
+    """c [R]: top-k and top-p on ``ranked`` [R, N] (descending): x_(k), then in float64 from
+    the float32 quotients x / T the smallest kept value whose exclusive cumulative mass is
+    below top_p times the kept set's mass (the first always kept); x_(k) where top_p >= 1."""
+    j = tl.arange(0, ranked.shape[1])[None, :]
+    kth = tl.max(tl.where(j == k[:, None] - 1, ranked, float("-inf")), axis=1)
+    keep = ranked >= kth[:, None]
+    z = (tl.where(keep, ranked, 0.0) / t[:, None]).to(tl.float64)
+    top = tl.max(tl.where(j == 0, z, float("-inf")), axis=1)
+    w = tl.where(keep, tl.exp(z - top[:, None]), 0.0)
+    bound = top_p.to(tl.float64) * tl.sum(w, axis=1)
+    before = tl.cumsum(w, axis=1) - w
+    inside = keep & ((before < bound[:, None]) | (j == 0))
+    cutoff = tl.min(tl.where(inside, ranked, float("inf")), axis=1)
+    return tl.where(top_p >= 1.0, kth, cutoff)
+
+
+@triton.jit
+def race_candidates(vals_ptr, cols_ptr, rows64, rows, ok, count, n, t, top_p, greedy, seed,
+                    V, N: tl.constexpr, BY_RANK: tl.constexpr):
+    """The winning column of each row's first N candidates (N >= count): the threshold by
+    rank (BY_RANK: an N x N comparison) or by bisection, then the race over the kept ones."""
+    c = tl.arange(0, N)[None, :]
+    have = c < count[:, None]
+    vals = tl.load(vals_ptr + rows64[:, None] * CMAX + c, mask=have, other=float("-inf"))
+    cols = tl.load(cols_ptr + rows64[:, None] * CMAX + c, mask=have, other=0)
+    if BY_RANK:                                # ranked copy in the scratch's second half
+        ranked = sorted_by_rank(vals, vals_ptr + rows64[:, None] * CMAX + CMAX // 2, ok)
+        cutoff = sorted_top_p(ranked, n, t, top_p)
+    else:
+        keys = ordered(vals)
+        cutoff = top_p_threshold(vals, keys, nth_largest(keys, n), t, top_p)
+    s = scores(vals, cutoff[:, None], t[:, None], seed, rows[:, None], cols.to(tl.int64), V)
+    return tl.where(greedy, tl.sum(tl.where(c == 0, cols, 0), axis=1), first_max_index(s, cols))
+
+
 @triton.jit(do_not_specialize=["seed"])
 def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_ptr, vals_ptr,
                  cols_ptr, ids_ptr, unresolved_ptr, seed, B, V, G, stride, kmax,
@@ -148,17 +201,14 @@ def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_pt
         count += tl.sum(hit.to(tl.int32), axis=1)
     tl.debug_barrier()                         # the candidates, written above, read below
 
-    c = tl.arange(0, CMAX)[None, :]
-    have = c < count[:, None]
-    vals = tl.load(vals_ptr + rows64[:, None] * CMAX + c, mask=have, other=float("-inf"))
-    cols = tl.load(cols_ptr + rows64[:, None] * CMAX + c, mask=have, other=0)
-    keys = ordered(vals)
     safe_t = tl.where(greedy, 1.0, t)
     top_p = tl.load(topp_ptr + rows, mask=ok, other=1.0)
-    cutoff = top_p_threshold(vals, keys, nth_largest(keys, n), safe_t, top_p)
-    s = scores(vals, cutoff[:, None], safe_t[:, None], seed, rows[:, None], cols.to(tl.int64),
-               V)
-    won = tl.where(greedy, tl.sum(tl.where(c == 0, cols, 0), axis=1), first_max_index(s, cols))
+    if tl.max(count) <= SMALL:                 # the usual case: k + a few candidates
+        won = race_candidates(vals_ptr, cols_ptr, rows64, rows, ok, count, n, safe_t, top_p,
+                              greedy, seed, V, SMALL, True)
+    else:
+        won = race_candidates(vals_ptr, cols_ptr, rows64, rows, ok, count, n, safe_t, top_p,
+                              greedy, seed, V, CMAX, False)
     resolved = active & (count <= CMAX)
     tl.store(ids_ptr + rows, won.to(tl.int64), mask=resolved)
     tl.store(unresolved_ptr + rows, (~resolved).to(tl.int8), mask=ok)
