@@ -30,9 +30,11 @@ import triton.language as tl
 from kernels.split_scratch import multiprocessors, split_scratch
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
-GPU_WARPS, GPU_PROGRAMS_PER_SM, GPU_STAGES = 4, 1, 3   # launch knobs: never change the draws
-GPU_CHUNK = 0    # chunk width override for sweeps (0: chunk_width(V)); may move a draw only
-#                  where float64 sums in another order round across u T (relative 2^-53)
+GPU_WARPS, GPU_PROGRAMS_PER_SM, GPU_STAGES = 4, 1, 3   # launch knobs (swept on a GPU)
+GPU_CHUNK = 0    # chunk width override for sweeps (0: chunk_width(V))
+# None of these changes the law. Warps, rows per program and W order the float64 sums
+# differently, which may move a draw only where u T lies within rounding (~2^-53 T) of a
+# prefix sum: splits and stages never change the sums.
 
 
 @triton.jit
