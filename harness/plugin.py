@@ -72,7 +72,7 @@ def pytest_configure(config):
     use_triton_interpreter_without_gpu()
     state = config.stash[SESSION] = HarnessSession(config)
     config.pluginmanager.register(state, "sampling-harness-session")
-    if state.controller:
+    if state.controller and (config.getoption("gpus") or 1) > 1:    # the checks' total, order
         config.pluginmanager.register(xdist_gpus.Controller(state), "sampling-harness-xdist")
     if state.sanitize:
         try:

@@ -140,9 +140,10 @@ class HarnessSession:
                 " (as stated)" if verdict.as_expected else f" (stated: {verdict.expected})")
             self.progress(f"{verdict.family} / {verdict.kernel} / {verdict.name}: "
                           f"{verdict.verdict}{stated} in {verdict.duration:.1f} s")
-        elif report.skipped and report.when == "setup" and xdist_gpus.line(report):
+        elif report.skipped and report.when in ("setup", "call") and \
+                report.nodeid in self.checks:
             self.settled.add(report.nodeid)
-            self.progress(xdist_gpus.line(report))
+            self.progress(xdist_gpus.line(report) or f"{report.nodeid}: skipped")
         elif report.failed and report.when in ("setup", "???") and report.nodeid in self.checks:
             why = "its worker crashed" if report.when == "???" else "an error before it ran"
             self.progress(f"{report.nodeid}: did not finish ({why})")
@@ -154,5 +155,6 @@ class HarnessSession:
         terminal = self.plugins.get_plugin("terminalreporter")
         if terminal is not None:
             width = len(str(len(self.checks)))
+            total = f"/{len(self.checks)}" if self.checks else ""   # unknown under a plain -n
             terminal.ensure_newline()
-            terminal.write_line(f"[{self.done:{width}d}/{len(self.checks)}] {line}")
+            terminal.write_line(f"[{self.done:{width}d}{total}] {line}")
