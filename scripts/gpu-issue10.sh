@@ -3,7 +3,7 @@
 # the memory floor, (b) triton-inverse-cdf's launch sweep, (c) the CUDA-graph bench of both
 # against torch-fp32/fp64 at 256x151936, 32x128256, 1x32000, (d) the coupled and exactness
 # tests on CUDA, (e) triton-inverse-cdf's check at the standard budget. Each step has its own
-# time limit (about 5 minutes in all) and its log under $OUT; a step that fails or runs out
+# time limit (about 5 minutes in all, 7 at most) and its log under $OUT; a step that fails or runs out
 # of time is said in $OUT/steps.log and the next one runs.
 # Usage (repo root as cwd): OUT=dir scripts/gpu-issue10.sh      DRY=1: the same on the CPU
 # through the Triton interpreter with tiny shapes (to try the script off the GPU).
@@ -30,12 +30,12 @@ step() {   # step NAME SECONDS COMMAND...: run with a time limit, log to $out/NA
   echo "$name: exit $rc in $(( $(date +%s) - start )) s (limit $limit s)" | tee -a "$out/steps.log"
 }
 
-step a-sweep-exact 110 python3 scripts/sweep_race.py "${dry[@]}" --kernel exact
-step b-sweep-inverse-cdf 70 python3 scripts/sweep_race.py "${dry[@]}" --kernel inverse-cdf
+step a-sweep-exact 130 python3 scripts/sweep_race.py "${dry[@]}" --kernel exact --budget-s 80
+step b-sweep-inverse-cdf 80 python3 scripts/sweep_race.py "${dry[@]}" --kernel inverse-cdf --budget-s 45
 step c-bench 50 python3 -m harness.cli bench sample --device "$device" "${graph[@]}" \
   --kernel triton-exact --kernel triton-inverse-cdf "${shapes[@]}" --report-dir "$out/bench"
-step d-pytest 60 python3 -m pytest tests/test_triton_race.py tests/test_triton_inverse_cdf.py -q
-step e-check-standard 100 python3 -m harness.cli check sample --kernel triton-inverse-cdf \
+step d-pytest 90 python3 -m pytest tests/test_triton_race.py tests/test_triton_inverse_cdf.py -q
+step e-check-standard 90 python3 -m harness.cli check sample --kernel triton-inverse-cdf \
   --device "$device" --budget "$budget" --report-dir "$out/check"
 rm -f "$out"/check/report.html   # summary.md and report.json carry the verdicts
 for f in a-sweep-exact b-sweep-inverse-cdf; do

@@ -17,10 +17,13 @@ import argparse
 import itertools
 import os
 import sys
+import time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--kernel", choices=("exact", "inverse-cdf"), default="exact")
 parser.add_argument("--dry", action="store_true", help="CPU interpreter, tiny shapes")
+parser.add_argument("--budget-s", type=float, default=float("inf"),
+                    help="stop timing new configurations after this many seconds")
 parser.add_argument("shapes", nargs="*")
 args = parser.parse_args()
 if args.dry:
@@ -46,12 +49,14 @@ if args.kernel == "exact":
     knobs = ("warps", "stages", "late", "evict", "programs/SM")
     names = ("GPU_WARPS", "GPU_STAGES", "GPU_LATE_NOISE", "GPU_EVICT", "GPU_PROGRAMS_PER_SM")
     module, fn = tr, tr.race_exact
-    grid = list(itertools.product((4, 8), (3, 4, 5), (False, True), ("", "evict_first"), (1, 2)))
+    grid = [(warps, stages, late, evict, per_sm) for late, evict, stages, warps, per_sm in
+            itertools.product((True, False), ("", "evict_first"), (4, 3, 5), (4, 8), (1, 2))]
 else:
     knobs = ("W", "warps", "stages", "programs/SM")
     names = ("GPU_CHUNK", "GPU_WARPS", "GPU_STAGES", "GPU_PROGRAMS_PER_SM")
     module, fn = ic, ic.inverse_cdf
-    grid = list(itertools.product((1024, 2048, 4096), (4, 8), (2, 3, 4), (1, 2)))
+    grid = [(w, warps, stages, per_sm) for w, stages, warps, per_sm in
+            itertools.product((2048, 1024, 4096), (3, 2, 4), (4, 8), (1, 2))]
 default = tuple(getattr(module, name) for name in names)
 if args.dry:
     grid = [grid[0], grid[len(grid) // 2], grid[-1]]
@@ -109,7 +114,11 @@ def floor_of(batch, vocab):
 probs, floor = probs_of(batch, vocab), floor_of(batch, vocab)
 print(f"\nall configurations at {batch}x{vocab}, as timed\n\n{header}", flush=True)
 timed = []
+started = time.perf_counter()
 for config in dict.fromkeys([default, *grid]):
+    if time.perf_counter() - started > args.budget_s:
+        print(f"(time budget of {args.budget_s:.0f} s spent: {len(timed)} configurations timed)")
+        break
     try:
         ms = time_config(config, probs)
     except Exception as exc:   # noqa: BLE001 - a configuration that fails to compile or run
