@@ -95,7 +95,7 @@ def test_triton_candidate_and_full_row_races_draw_the_same_ids(monkeypatch):
     assert torch.equal(fast, slow)
 
 
-@pytest.mark.parametrize("rows_per_program", [1, 32])
+@pytest.mark.parametrize("rows_per_program", [1, 32] if DEVICE == "cpu" else [1])
 def test_triton_device_selection_agrees_with_the_host_path_on_hard_rows(monkeypatch,
                                                                        rows_per_program):
     """The device path (group maxima, candidates >= the k-th largest group max, bisections for
@@ -106,7 +106,8 @@ def test_triton_device_selection_agrees_with_the_host_path_on_hard_rows(monkeypa
     under 1, and rows of equal logits whose candidates overflow the scratch. Same noise, so
     the same kept set must give the same ids, row by row. One row per program: each row
     takes its own tier (ranks up to SMALL candidates, bisection above); 32: one program, whose
-    rows all take the bisection."""
+    rows all take the bisection (interpreter only: a GPU program holds one row, and the N x N
+    tile of 32 rows does not compile in reasonable time)."""
     import kernels.sample_logits.triton_filtered_race as race
     monkeypatch.setattr(race, "select_rows", lambda batch, device: (rows_per_program, 4))
     g = torch.Generator().manual_seed(11)
