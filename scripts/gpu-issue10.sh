@@ -33,9 +33,9 @@ step() {   # step NAME SECONDS COMMAND...: run with a time limit, log to $out/NA
 step a-sweep-exact 130 python3 scripts/sweep_race.py "${dry[@]}" --kernel exact --budget-s 80
 step b-sweep-inverse-cdf 80 python3 scripts/sweep_race.py "${dry[@]}" --kernel inverse-cdf --budget-s 45
 step c-bench 50 python3 -m harness.cli bench sample --device "$device" "${graph[@]}" \
-  --kernel triton-exact --kernel triton-inverse-cdf "${shapes[@]}" --report-dir "$out/bench"
+  --kernel triton-exact --kernel kernels.sample.triton_inverse_cdf:inverse_cdf "${shapes[@]}" --report-dir "$out/bench"
 step d-pytest 90 python3 -m pytest tests/test_triton_race.py tests/test_triton_inverse_cdf.py -q
-step e-check-standard 90 python3 -m harness.cli check sample --kernel triton-inverse-cdf \
+step e-check-standard 90 python3 -m harness.cli check sample --kernel kernels.sample.triton_inverse_cdf:inverse_cdf \
   --device "$device" --budget "$budget" --report-dir "$out/check"
 rm -f "$out"/check/report.html   # summary.md and report.json carry the verdicts
 for f in a-sweep-exact b-sweep-inverse-cdf; do
