@@ -61,10 +61,10 @@ from kernels.split_scratch import multiprocessors, split_scratch
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
-GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM = 1024, 8, 4   # BLOCK >= 128 warps; swept by
-# scripts/sweep_logprobs.py
-PRUNE = False   # True: rank compares only in blocks that reach the ids' keys
-# (triton_logprobs_pruned; measured slower on an H100, see above)
+GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM = 512, 1, 6   # BLOCK >= 128 warps; swept by
+# scripts/sweep_logprobs.py (pruned, one warp a program: see the module doc)
+PRUNE = True    # rank compares only in blocks that reach the ids' keys (triton_logprobs_pruned;
+# False: the unpruned kernel, whose best launch on an H100 is BLOCK 1024, 8 warps, 4 per SM)
 PRUNE_LIMIT = None   # a program prunes if its first block holds at most this many entries at or
 # above the smallest key of the largest keys' group (None: that group's size, per row)
 SPLITS = None                           # forces S, the splits of a row, when set

@@ -39,7 +39,7 @@ KMAX, TOP_P_CANDIDATES, GROUPS = 1024, 256, 1024
 CPU_TILE = 2**18                       # elements per program in the interpreter
 GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM = 2048, 4, 4
 GPU_GROUP_BLOCK, GPU_GROUP_WARPS = 8192, 4        # _group_max: columns and warps a program
-GPU_SELECT_WARPS = 8                               # _select_race
+GPU_SELECT_WARPS = 4                               # _select_race
 NEG_INF = float("-inf")
 
 

@@ -57,10 +57,11 @@ def ordered(x):
 @triton.jit
 def nth_largest(keys, n):
     """The n-th largest of ``keys`` [R, N] per row (1 <= n <= N), by bisection on the key:
-    the largest T with #{key >= T} >= n, which is a key (32 halvings of the key range)."""
+    the largest T with #{key >= T} >= n, which is a key (halvings of the key range until
+    it holds one key: at most 32)."""
     lo = tl.min(keys, axis=1).to(tl.int64)
     hi = tl.max(keys, axis=1).to(tl.int64)
-    for _ in range(32):
+    while tl.max(hi - lo) > 0:                 # at most 32 halvings
         mid = (lo + hi + 1) >> 1
         enough = tl.sum((keys >= mid.to(tl.int32)[:, None]).to(tl.int32), axis=1) >= n
         lo = tl.where(enough, mid, lo)
@@ -74,7 +75,7 @@ def top_p_key(keys, w, bound, lo, hi):
     taken in descending order, the last whose exclusive cumulative mass is below the bound
     (ties with it kept); ``hi`` (the largest, always kept) when the bound is 0."""
     lo, hi = lo.to(tl.int64), hi.to(tl.int64)
-    for _ in range(32):
+    while tl.max(hi - lo) > 0:                 # at most 32 halvings
         mid = (lo + hi) >> 1
         below = tl.sum(tl.where(keys > mid.to(tl.int32)[:, None], w, 0.0), axis=1) < bound
         hi = tl.where(below, mid, hi)
@@ -191,14 +192,16 @@ def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_pt
         inside = live[:, :, None] & (cols < V)
         x = tl.load(logits_ptr + rows64[:, None, None] * stride + cols, mask=inside,
                     other=float("-inf")).to(tl.float32)
-        hit = inside & (x >= tau[:, None, None]) & ((x > float("-inf")) | greedy[:, None, None])
-        hit = tl.reshape(hit, [BLOCK_R, GB * S])
-        at = count[:, None] + tl.cumsum(hit.to(tl.int32), axis=1) - 1
-        store = hit & (at < CMAX)
-        slot = rows64[:, None] * CMAX + at
-        tl.store(vals_ptr + slot, tl.reshape(x, [BLOCK_R, GB * S]), mask=store)
-        tl.store(cols_ptr + slot, tl.reshape(cols, [BLOCK_R, GB * S]), mask=store)
-        count += tl.sum(hit.to(tl.int32), axis=1)
+        hit = (inside & (x >= tau[:, None, None])
+               & ((x > float("-inf")) | greedy[:, None, None])).to(tl.int32)
+        per_group = tl.sum(hit, axis=2)                      # slots: groups, then columns
+        at = (count[:, None, None] + (tl.cumsum(per_group, axis=1) - per_group)[:, :, None]
+              + tl.cumsum(hit, axis=2) - 1)
+        store = (hit > 0) & (at < CMAX)
+        slot = rows64[:, None, None] * CMAX + at
+        tl.store(vals_ptr + slot, x, mask=store)
+        tl.store(cols_ptr + slot, cols, mask=store)
+        count += tl.sum(per_group, axis=1)
     tl.debug_barrier()                         # the candidates, written above, read below
 
     safe_t = tl.where(greedy, 1.0, t)
