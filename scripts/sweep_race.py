@@ -4,7 +4,7 @@ each replay; prints one table row per configuration as it is timed, then the bes
 the best three and the current default at the other shapes.
 
 triton-exact: warps, pipelining stages of the level-1 loop, late chunk noise (the level-1
-variates drawn after the loop as one vector), the level-1 loads' eviction policy, programs per
+variates drawn after the loop as one vector), programs per
 SM (rows split into runs of chunks to reach it). Q, the chunk layout, is a function of V
 alone: it is no knob. triton-inverse-cdf: chunk width W (a change of W may move a draw only
 where float64 sums in another order round across u T), warps, stages, programs per SM.
@@ -46,11 +46,11 @@ default_shapes = ["8x4099", "1x1000"] if args.dry else ["256x151936", "32x128256
 shapes = [tuple(map(int, s.split("x"))) for s in (args.shapes or default_shapes)]
 
 if args.kernel == "exact":
-    knobs = ("warps", "stages", "late", "evict", "programs/SM")
-    names = ("GPU_WARPS", "GPU_STAGES", "GPU_LATE_NOISE", "GPU_EVICT", "GPU_PROGRAMS_PER_SM")
+    knobs = ("warps", "stages", "late", "programs/SM")
+    names = ("GPU_WARPS", "GPU_STAGES", "GPU_LATE_NOISE", "GPU_PROGRAMS_PER_SM")
     module, fn = tr, tr.race_exact
-    grid = [(warps, stages, late, evict, per_sm) for late, evict, stages, warps, per_sm in
-            itertools.product((True, False), ("", "evict_first"), (4, 3, 5), (4, 8), (1, 2))]
+    grid = [(warps, stages, late, per_sm) for late, stages, warps, per_sm in
+            itertools.product((True, False), (4, 3, 5), (4, 8), (1, 2))]
 else:
     knobs = ("W", "warps", "stages", "programs/SM")
     names = ("GPU_CHUNK", "GPU_WARPS", "GPU_STAGES", "GPU_PROGRAMS_PER_SM")

@@ -124,16 +124,15 @@ def test_rejects_wrong_dtype():
 
 
 def test_race_launch_knobs_keep_the_draws(monkeypatch):
-    """triton-exact's sweep knobs (issue 10: late chunk noise, eviction policy, splits)
+    """triton-exact's sweep knobs (issue 10: late chunk noise, splits)
     never change its draws: the ids are identical under every setting (one row per
     program and one warp throughout: those order the float32 chunk sums)."""
     race = pytest.importorskip("kernels.sample.triton_race")
     probs = probs_batch(3, 9001, 11)
     seen = set()
-    for late, evict, shape in [(False, "", (1, 1)), (True, "", (1, 1)), (True, "", (1, 3)),
-                               (False, "evict_first", (1, 3)), (True, "evict_first", (1, 2))]:
+    for late, shape in [(False, (1, 1)), (True, (1, 1)), (True, (1, 3)), (False, (1, 3)),
+                        (True, (1, 2))]:
         monkeypatch.setattr(race, "GPU_LATE_NOISE", late)
-        monkeypatch.setattr(race, "GPU_EVICT", evict)
         monkeypatch.setattr(race, "_launch_shape", lambda b, v, d, s=shape: (*s, 1))
         seen.add(tuple(race.race_exact(probs.clone(), 21).tolist()))
     assert len(seen) == 1, seen

@@ -36,7 +36,6 @@ GPU_WARPS, GPU_PROGRAMS_PER_SM = 4, 1   # swept on an H100 (docs/performance.md)
 GPU_STAGES, GPU_UNROLL = 4, 1           # program per SM-share, 256 rows are not split
 GPU_ROWS = 1                            # rows per program
 GPU_LATE_NOISE = False                  # level-1 variates drawn after the loop, one vector
-GPU_EVICT = ""                          # level-1 loads' eviction policy ("evict_first")
 
 
 @triton.jit
@@ -66,11 +65,10 @@ def tail_bits(word, x_int):
 
 
 @triton.jit
-def quarter(probs_ptr, rows, row_ok, stride, V, cols, EVICT: tl.constexpr = ""):
+def quarter(probs_ptr, rows, row_ok, stride, V, cols):
     """Load probs at ``cols`` ([1, Q] shared by the rows, or [BLOCK_R, Q]); 0 past the row."""
     mask = row_ok[:, None] & (cols < V)
-    return tl.load(probs_ptr + rows.to(tl.int64)[:, None] * stride + cols, mask=mask, other=0.0,
-                   eviction_policy=EVICT)
+    return tl.load(probs_ptr + rows.to(tl.int64)[:, None] * stride + cols, mask=mask, other=0.0)
 
 
 @triton.jit
@@ -89,15 +87,14 @@ def keep_best(best, best_id, s, col0):
 
 
 @triton.jit
-def chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q: tl.constexpr,
-                EVICT: tl.constexpr = ""):
+def chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q: tl.constexpr):
     """The four quarters [BLOCK_R, Q] of the chunks starting at ``col0`` ([1, 1] or
     [BLOCK_R, 1])."""
     j = tl.arange(0, Q)[None, :]
-    return (quarter(probs_ptr, rows, row_ok, stride, V, col0 + j, EVICT),
-            quarter(probs_ptr, rows, row_ok, stride, V, col0 + Q + j, EVICT),
-            quarter(probs_ptr, rows, row_ok, stride, V, col0 + 2 * Q + j, EVICT),
-            quarter(probs_ptr, rows, row_ok, stride, V, col0 + 3 * Q + j, EVICT))
+    return (quarter(probs_ptr, rows, row_ok, stride, V, col0 + j),
+            quarter(probs_ptr, rows, row_ok, stride, V, col0 + Q + j),
+            quarter(probs_ptr, rows, row_ok, stride, V, col0 + 2 * Q + j),
+            quarter(probs_ptr, rows, row_ok, stride, V, col0 + 3 * Q + j))
 
 
 @triton.jit
@@ -162,7 +159,7 @@ def merge_splits(best_ptr, part_ptr, ids_ptr, rows, row_ok, B, splits):
 def _race_kernel(probs_ptr, ids_ptr, best_ptr, part_ptr, tickets_ptr, seed, B, V, stride,
                  n_chunks, chunks_per_split, splits, BLOCK_R: tl.constexpr, Q: tl.constexpr,
                  SPLIT: tl.constexpr, STAGES: tl.constexpr, UNROLL: tl.constexpr,
-                 LATE_NOISE: tl.constexpr, NCP: tl.constexpr, EVICT: tl.constexpr):
+                 LATE_NOISE: tl.constexpr, NCP: tl.constexpr):
     """Each program: BLOCK_R rows and a run of chunks. Level 1 picks each row's chunk with
     the highest P_G / q_G; level 2 races the tokens of that chunk. With S > 1 splits each
     program writes its (score, token) partial and takes a ticket; the row block's last
@@ -179,7 +176,7 @@ def _race_kernel(probs_ptr, ids_ptr, best_ptr, part_ptr, tickets_ptr, seed, B, V
         masses = tl.zeros([BLOCK_R, NCP], tl.float32)
         for chunk in tl.range(first, last, num_stages=STAGES, loop_unroll_factor=UNROLL):
             p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V,
-                                         tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q, Q, EVICT)
+                                         tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q, Q)
             mass = tl.sum(p0 + p1 + p2 + p3, axis=1)
             masses = tl.where(k == chunk - first, mass[:, None], masses)
         q = chunk_noise(seed, rows[:, None], first + k, n_chunks)
@@ -192,7 +189,7 @@ def _race_kernel(probs_ptr, ids_ptr, best_ptr, part_ptr, tickets_ptr, seed, B, V
         winner = tl.zeros([BLOCK_R], tl.int32) + first
         for chunk in tl.range(first, last, num_stages=STAGES, loop_unroll_factor=UNROLL):
             p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V,
-                                         tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q, Q, EVICT)
+                                         tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q, Q)
             mass = tl.sum(p0 + p1 + p2 + p3, axis=1)
             level1 = tl.where(mass > 0, mass / chunk_noise(seed, rows, chunk, n_chunks), -1.0)
             better = level1 > best
@@ -277,7 +274,7 @@ def race_exact(probs: torch.Tensor, seed: int) -> torch.Tensor:
         probs, ids, best, part, tickets, seed, batch, vocab, probs.stride(0), chunks,
         per_split, splits, BLOCK_R=block_r, Q=q, SPLIT=splits > 1, STAGES=GPU_STAGES,
         UNROLL=GPU_UNROLL, LATE_NOISE=GPU_LATE_NOISE, NCP=triton.next_power_of_2(per_split),
-        EVICT=GPU_EVICT, num_warps=warps)
+        num_warps=warps)
     return ids
 
 
