@@ -5,6 +5,12 @@ statistical checks (``pytest.mark.statistical``) and the checks that need a GPU
 (``pytest.mark.gpu``: skipped on a CPU run, still counted in the budget split); each check
 is a test taking the ``check`` fixture, which runs a check function against one kernel and
 records its verdict. Nothing here knows a family: each comes from ``harness.families``.
+
+Scale-out: ``--gpus N`` spreads the checks over N pytest-xdist workers, one GPU each, their
+verdicts merged into one report (``harness.xdist_gpus``); under torchrun every rank runs the
+selection and the sharded checks split their draws (``harness.distributed``). Either way a
+check's verdict rides on its test report (``user_properties``) to the one process that
+writes the reports (``harness.session``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ Verdicts travel from the worker to the controller in the test report's ``user_pr
 (as JSON); the controller alone writes report.json, junit.xml, summary.md and report.html,
 after every check, through the same writers as a one-process run. A worker that dies
 mid-check loses that check only: xdist replaces the worker, the report lists the check under
-``not_finished`` and says ``complete: false``.
+``not_finished`` and says ``complete: false``. (xdist's own ``-n N`` merges verdicts the same
+way, but pins no GPU and knows no total for the numbered lines.)
 """
 
 from __future__ import annotations
