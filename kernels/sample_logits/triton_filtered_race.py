@@ -156,7 +156,7 @@ def select_rows(batch: int, device: torch.device) -> tuple[int, int]:
     """(BLOCK_R, warps) of ``_select_race``: one row per program on a GPU; in the
     interpreter (which pays per program) as many rows as CPU_TILE holds."""
     if INTERPRET or device.type != "cuda":
-        return max(1, min(triton.next_power_of_2(batch), CPU_TILE // 8192)), 4
+        return max(1, min(triton.next_power_of_2(batch), CPU_TILE // 1024)), 4
     return 1, GPU_SELECT_WARPS
 
 

@@ -1,16 +1,17 @@
 """The top-k rows of triton-sample-logits in one launch: select, top-p, race, on the device.
 
 Given the max of every group of S columns (``_group_max``, one read of the row), a row with
-0 < k <= KMAX keeps the set {x >= x_(k)}, x_(k) its k-th largest entry. Let tau be the k-th
-largest group max: the k groups of largest max each hold an entry >= tau, so x_(k) >= tau,
-and every entry >= x_(k) lies in a group whose max is >= tau. So the candidates
+0 < k <= KMAX keeps the set {x >= x_(k)}, x_(k) its k-th largest entry. Let tau be at most
+the k-th largest group max: k groups then each hold an entry >= tau, so x_(k) >= tau, and
+every entry >= x_(k) lies in a group whose max is >= tau. So the candidates
 {x >= tau}, gathered from those groups alone, hold the whole top-k set with its ties, and
 top-p and the race need nothing else of the row. A greedy row (temperature 0) takes tau =
 the row max: its first candidate is the first maximal index.
 
 Per row, one program:
-1. tau, the k-th largest group max, by bisection on the order-preserving int32 keys of the
-   floats (32 halvings, each a count over GP <= 1024 maxima in registers; no sort);
+1. tau by bisection on the order-preserving int32 keys of the floats (each halving a count
+   over GP <= 1024 maxima in registers; no sort), stopped once between k and k + k / 4 + 1
+   groups reach it;
 2. the selected groups' indices compacted (a prefix sum) into a scratch row, ascending;
 3. their entries >= tau compacted, ascending by column, into a candidate scratch row
    (values and columns, at most CMAX; more is an overflow, the row left to the caller);
@@ -35,7 +36,8 @@ import triton.language as tl
 from kernels.sample_logits.race_noise import scores
 
 CMAX = tl.constexpr(2048)      # candidates a row may gather
-SMALL = tl.constexpr(128)      # up to this many: thresholds by rank, else by bisection
+GPU_SMALL, CPU_SMALL = 128, 64  # up to this many candidates: thresholds by rank (an N x N
+# tile; the interpreter holds many rows a program, so smaller), else by bisection
 TILE = 4096                    # entries of the selected groups read per step
 
 
@@ -65,6 +67,24 @@ def nth_largest(keys, n):
         mid = (lo + hi + 1) >> 1
         enough = tl.sum((keys >= mid.to(tl.int32)[:, None]).to(tl.int32), axis=1) >= n
         lo = tl.where(enough, mid, lo)
+        hi = tl.where(enough, hi, mid - 1)
+    return lo.to(tl.int32)
+
+
+@triton.jit
+def near_nth_largest(keys, n):
+    """A key T <= the n-th largest of ``keys`` [R, N] with n <= #{key >= T} <= n + n / 4 + 1
+    (or the n-th largest itself): the bisection of ``nth_largest``, stopped once the count
+    at the lower end is within that slack, which usually takes a third of the halvings."""
+    lo = tl.min(keys, axis=1).to(tl.int64)
+    hi = tl.max(keys, axis=1).to(tl.int64)
+    above = tl.sum(tl.full(keys.shape, 1, tl.int32), axis=1)
+    while tl.max(((hi > lo) & (above > n + n // 4 + 1)).to(tl.int32)) > 0:
+        mid = (lo + hi + 1) >> 1
+        count = tl.sum((keys >= mid.to(tl.int32)[:, None]).to(tl.int32), axis=1)
+        enough = count >= n
+        lo = tl.where(enough, mid, lo)
+        above = tl.where(enough, count, above)
         hi = tl.where(enough, hi, mid - 1)
     return lo.to(tl.int32)
 
@@ -160,7 +180,7 @@ def race_candidates(vals_ptr, cols_ptr, rows64, rows, ok, count, n, t, top_p, gr
 def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_ptr, vals_ptr,
                  cols_ptr, ids_ptr, unresolved_ptr, seed, B, V, G, stride, kmax,
                  BLOCK_R: tl.constexpr, GP: tl.constexpr, S: tl.constexpr,
-                 GB: tl.constexpr):
+                 GB: tl.constexpr, SMALL: tl.constexpr):
     """Programs: BLOCK_R rows each (module docstring). Memory traffic: the module's."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     ok = rows < B
@@ -175,7 +195,7 @@ def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_pt
     g = tl.arange(0, GP)[None, :]
     maxima = tl.load(maxima_ptr + rows64[:, None] * G + g, mask=active[:, None] & (g < G),
                      other=float("-inf"))
-    tau = value_of(ordered(maxima), maxima, nth_largest(ordered(maxima), n))
+    tau = value_of(ordered(maxima), maxima, near_nth_largest(ordered(maxima), n))
     chosen = active[:, None] & (g < G) & (maxima >= tau[:, None])
     tl.store(groups_ptr + rows64[:, None] * GP + tl.cumsum(chosen.to(tl.int32), axis=1) - 1, g,
              mask=chosen)
@@ -223,6 +243,7 @@ def select_race(logits, maxima, width, temperature, top_k, top_p, kmax, seed, bl
     ids are left unwritten."""
     batch, vocab = logits.shape
     count = maxima.shape[1]
+    small = GPU_SMALL if logits.device.type == "cuda" and block_r == 1 else CPU_SMALL
     gp = triton.next_power_of_2(count)
     gb = max(1, min(gp, TILE // width))
     device = logits.device
@@ -234,5 +255,5 @@ def select_race(logits, maxima, width, temperature, top_k, top_p, kmax, seed, bl
     _select_race[(triton.cdiv(batch, block_r),)](
         logits, maxima, temperature, top_k, top_p, groups, vals, cols, ids, unresolved, seed,
         batch, vocab, count, logits.stride(0), kmax, BLOCK_R=block_r, GP=gp, S=width, GB=gb,
-        num_warps=warps)
+        SMALL=small, num_warps=warps)
     return ids, unresolved.bool()
