@@ -119,6 +119,7 @@ def test_triton_device_selection_agrees_with_the_host_path_on_hard_rows(monkeypa
     x[4] = 0.0                                                       # all equal: overflow
     x[5, [100, 4000]] = 50.0                                         # greedy tie, two groups
     x[6, :64] = -np.inf                                              # whole groups masked
+    x[13, 10], x[13, 3000] = 40.0, 60.0            # greedy: a large entry before the max
     t = [0.8, 1.0, 0.7, 1.0, 1.0, 0.0, 1.3, 0.5] * 3
     k = [50, 3, 10, 20, 5, 7, 1, vocab - 1] * 3
     p = [0.9, 0.6, 1.0, 0.5, 0.9, 0.9, 0.0, 1.0 - 2.0**-20] * 3
@@ -132,3 +133,6 @@ def test_triton_device_selection_agrees_with_the_host_path_on_hard_rows(monkeypa
         slow = race.sample_logits_triton(**inputs, seed=seed)
         monkeypatch.setattr(race, "KMAX", 1024)
         assert torch.equal(fast, slow), (fast != slow).nonzero()[:, 0].tolist()
+        greedy = inputs["temperature"] == 0          # on the device either way: the argmax
+        expected = inputs["logits"].float().argmax(dim=1)
+        assert torch.equal(fast[greedy], expected[greedy])

@@ -5,8 +5,8 @@ Given the max of every group of S columns (``_group_max``, one read of the row),
 the k-th largest group max: k groups then each hold an entry >= tau, so x_(k) >= tau, and
 every entry >= x_(k) lies in a group whose max is >= tau. So the candidates
 {x >= tau}, gathered from those groups alone, hold the whole top-k set with its ties, and
-top-p and the race need nothing else of the row. A greedy row (temperature 0) takes tau =
-the row max: its first candidate is the first maximal index.
+top-p and the race need nothing else of the row. A greedy row (temperature 0) takes n = 1:
+the row max is among its candidates, and the lowest column holding it wins.
 
 Per row, one program:
 1. tau by bisection on the order-preserving int32 keys of the floats (each halving a count
@@ -173,7 +173,9 @@ def race_candidates(vals_ptr, cols_ptr, rows64, rows, ok, count, n, t, top_p, gr
         keys = ordered(vals)
         cutoff = top_p_threshold(vals, keys, nth_largest(keys, n), t, top_p)
     s = scores(vals, cutoff[:, None], t[:, None], seed, rows[:, None], cols.to(tl.int64), V)
-    return tl.where(greedy, tl.sum(tl.where(c == 0, cols, 0), axis=1), first_max_index(s, cols))
+    top = tl.max(vals, axis=1)                 # greedy: the lowest column holding the max
+    first = tl.min(tl.where(have & (vals == top[:, None]), cols, V), axis=1)
+    return tl.where(greedy, first, first_max_index(s, cols))
 
 
 @triton.jit(do_not_specialize=["seed"])
