@@ -136,3 +136,18 @@ def test_triton_device_selection_agrees_with_the_host_path_on_hard_rows(monkeypa
         greedy = inputs["temperature"] == 0          # on the device either way: the argmax
         expected = inputs["logits"].float().argmax(dim=1)
         assert torch.equal(fast[greedy], expected[greedy])
+
+
+def test_triton_host_path_in_chunks_and_past_the_interpreter_rows(monkeypatch):
+    """The host path in chunks of three rows, and a batch over INTERPRETER_ROWS (host path
+    whole), draw the ids of the device path: chunking bounds the float32 copies, never the
+    draws."""
+    import kernels.sample_logits.triton_filtered_race as race
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(10, 700, generator=g) * 3
+    inputs = batch(x.double().numpy(), [0.9, 0.0] * 5, [0, 7] * 5, [0.8, 1.0] * 5)
+    device = race.sample_logits_triton(**inputs, seed=2)
+    monkeypatch.setattr(race, "HOST_CHUNK_BYTES", 3 * 4 * 700)
+    monkeypatch.setattr(race, "INTERPRETER_ROWS", 0)
+    monkeypatch.setattr(race, "INTERPRET", True)
+    assert torch.equal(race.sample_logits_triton(**inputs, seed=2), device)

@@ -17,7 +17,9 @@ synchronisation between them:
   entries equal to its max, the first one wins.
 
 Every other row (top-p alone, no filter, k > KMAX, more candidates than the scratch holds)
-is flagged, and after one synchronisation takes the host path: top-p alone from the
+is flagged, and after one synchronisation takes the host path (in chunks of at most
+HOST_CHUNK_BYTES of float32 logits; in the interpreter, batches over INTERPRETER_ROWS rows
+take it whole): top-p alone from the
 TOP_P_CANDIDATES largest under a full-row logsumexp, no filter with c = -inf, and the rest
 (k > KMAX, a top-p set larger than TOP_P_CANDIDATES tokens) the sort-based threshold of
 torch-logprobs, counted in ``sorted_rows``; then ``_row_race`` over their whole rows.
@@ -40,6 +42,10 @@ CPU_TILE = 2**18                       # elements per program in the interpreter
 GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM = 2048, 4, 4
 GPU_GROUP_BLOCK, GPU_GROUP_WARPS = 8192, 4        # _group_max: columns and warps a program
 GPU_SELECT_WARPS = 4                               # _select_race
+HOST_CHUNK_BYTES = 1 << 30       # the host path's float32 copies, at most this much at a time
+INTERPRETER_ROWS = 1024          # the interpreter's device path: batches up to this many rows
+# (the unit tests'; the statistical checks' batches take the host path, as the per-op cost
+# of the interpreter would make them last an hour; a GPU always takes the device path)
 NEG_INF = float("-inf")
 
 
@@ -206,19 +212,31 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     logits = logits.contiguous()
     t = temperature.to(torch.float32).contiguous()
     k, p = top_k.to(torch.int64).contiguous(), top_p.to(torch.float32).contiguous()
-    block_r, warps = select_rows(batch, logits.device)
-    ids, unresolved = select_race(logits, group_maxima(logits), group_width(vocab), t, k, p,
-                                  KMAX, seed, block_r, warps)
+    if INTERPRET and batch > INTERPRETER_ROWS:   # the interpreter pays per op: host path
+        ids = torch.empty(batch, dtype=torch.int64, device=logits.device)
+        unresolved = torch.ones(batch, dtype=torch.bool, device=logits.device)
+    else:
+        block_r, warps = select_rows(batch, logits.device)
+        ids, unresolved = select_race(logits, group_maxima(logits), group_width(vocab), t, k, p,
+                                      KMAX, seed, block_r, warps)
     if bool(unresolved.any()):                   # the one host synchronisation
-        rows = unresolved.nonzero()[:, 0]
-        x = logits[rows].to(torch.float32)
-        ids[rows] = x.argmax(dim=1)              # greedy rows past the candidate scratch
-        sampled = (t[rows] > 0).nonzero()[:, 0]
-        if sampled.numel():
-            rows, x = rows[sampled], x[sampled]
-            cutoff = row_cutoffs(x, t[rows], k[rows], p[rows])
-            ids[rows] = row_race(logits, rows, cutoff, t[rows].contiguous(), seed)
+        host_rows(logits, ids, unresolved.nonzero()[:, 0], t, k, p, seed)
     return ids
+
+
+def host_rows(logits, ids, rows, t, k, p, seed) -> None:
+    """The host path for the batch rows ``rows``, written into ``ids``: greedy rows by torch's
+    argmax, the others by ``row_cutoffs`` and ``_row_race``; in chunks of HOST_CHUNK_BYTES of
+    float32 logits (a statistical check's whole batch may come here)."""
+    step = max(1, HOST_CHUNK_BYTES // (4 * logits.shape[1]))
+    for chunk in rows.split(step):
+        x = logits[chunk].to(torch.float32)
+        ids[chunk] = x.argmax(dim=1)
+        sampled = (t[chunk] > 0).nonzero()[:, 0]
+        if sampled.numel():
+            at = chunk[sampled]
+            cutoff = row_cutoffs(x[sampled], t[at], k[at], p[at])
+            ids[at] = row_race(logits, at, cutoff, t[at].contiguous(), seed)
 
 
 sample_logits_triton.sorted_rows = 0   # rows that took the sort fallback, over all calls
