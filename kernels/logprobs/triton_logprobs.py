@@ -31,7 +31,8 @@ fewer accumulators); exp2 (ex2.approx.ftz, no denormal fix-ups); masks only in a
 block; the next block is loaded before this one is folded. sm_90 SASS of the loop (triton 3.6
 and 3.9, fp32, K = 21, BLOCK 1024, 8 warps): 53 instructions per element, 80 registers.
 
-PRUNE (kernels/logprobs/triton_logprobs_pruned.py, off by default: measured slower): an
+PRUNE (kernels/logprobs/triton_logprobs_pruned.py, the default since 2026-11-23 with one warp
+a program; with 8 warps it measured slower, as told below): an
 element adds to an id's
 rank only if it is >= the id's key, so with the keys ordered once per program, a block whose
 max is below a group's smallest key skips that group's compares. Ids that are the row's
@@ -45,7 +46,11 @@ reduction: two barriers). Measured on an H100 (`bench logprobs`, 2026-11-23), it
 256x151936x21 0.121 ms with top ids and 0.136 ms with random ids, against 0.109 ms for the
 unpruned kernel; 32x128256x21 0.159 ms eager against 0.073 (the per-row key sort and its
 launch). Fewer instructions did not buy time: the loop is bound by the loads in flight
-per SM (one 16-byte prefetch per thread), not only by issue.
+per SM (one 16-byte prefetch per thread), not only by issue. With ONE warp a program the
+block max is a warp reduction (no barrier) and the branch is per warp: on the H100
+(scripts/sweep_logprobs.py --pruned, BLOCK 512, 6 programs per SM) 0.081 ms with top ids
+(64 % of the floor) and 0.111 ms with random ids, against 0.109 ms for the unpruned kernel
+at its best (8 warps); so that is the default (GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM).
 """
 
 import contextlib
