@@ -27,6 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.sample.triton_race import float32_rows
 from kernels.split_scratch import multiprocessors, split_scratch
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
@@ -136,10 +137,8 @@ def _launch_shape(batch: int, vocab: int, device: torch.device):
 def inverse_cdf(probs: torch.Tensor, seed: int) -> torch.Tensor:
     """Family ``sample``: one token id per row of ``probs`` (float32 [B, V]), as int64.
     One kernel launch, no host synchronisation: capturable in a CUDA graph."""
-    if probs.dtype != torch.float32 or probs.dim() != 2:
-        raise ValueError(f"probs must be float32 [B, V], got {probs.dtype} {tuple(probs.shape)}")
+    probs = float32_rows(probs)
     batch, vocab = probs.shape
-    probs = probs.contiguous()
     w = chunk_width(vocab)
     chunks = triton.cdiv(vocab, w)
     block_r, splits, warps = _launch_shape(batch, vocab, probs.device)

@@ -253,13 +253,18 @@ def _launch_shape(batch: int, vocab: int, device: torch.device):
     return rows, min(chunks, max(1, wanted)), GPU_WARPS
 
 
+def float32_rows(probs: torch.Tensor) -> torch.Tensor:
+    """``probs`` contiguous, or a one-line error unless it is float32 [B, V]."""
+    if probs.dtype != torch.float32 or probs.dim() != 2:
+        raise ValueError(f"probs must be float32 [B, V], got {probs.dtype} {tuple(probs.shape)}")
+    return probs.contiguous()
+
+
 def race_exact(probs: torch.Tensor, seed: int) -> torch.Tensor:
     """Family ``sample``: one token id per row of ``probs`` (float32 [B, V]), as int64.
     One kernel launch, no host synchronisation: capturable in a CUDA graph."""
-    if probs.dtype != torch.float32 or probs.dim() != 2:
-        raise ValueError(f"probs must be float32 [B, V], got {probs.dtype} {tuple(probs.shape)}")
+    probs = float32_rows(probs)
     batch, vocab = probs.shape
-    probs = probs.contiguous()
     q = quarter_width(vocab)
     chunks = triton.cdiv(vocab, 4 * q)
     block_r, splits, warps = _launch_shape(batch, vocab, probs.device)
