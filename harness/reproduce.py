@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import torch
@@ -209,6 +210,12 @@ def run_reproduce(args, report_dir: Path) -> int:
     old = find_verdict(report, args.check, args.kernel, path)
     if (report_dir / "report.json").exists():
         raise HarnessError(f"{report_dir} already holds a report.json; give another --report-dir")
+    world = int(report.get("world_size") or 1)
+    if world != int(os.environ.get("WORLD_SIZE", "1")):
+        raise HarnessError(f"{path} was sharded over {world} torchrun ranks: its draws are one "
+                           f"sample of {world} ranks' streams, so reproduce it under torchrun "
+                           f"with --nproc-per-node {world} (the check's reproduce command: "
+                           f"{old.get('reproduce') or 'see its report'})")
     pytest_argv = pytest_args(report, old, report_dir)
     device = resolve_device(torch.device(report["device"]).type)   # this machine has one?
     if sanitizer(old):

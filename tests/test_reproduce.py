@@ -122,6 +122,14 @@ def test_a_sanitized_check_needs_its_tool(recorded, tmp_path, capsys):
     assert "--sanitize memcheck needs a CUDA GPU" in line
 
 
+def test_a_sharded_check_is_reproduced_under_torchrun_only(recorded, tmp_path, capsys):
+    def edit(report):
+        report["world_size"] = 2
+    line = one_error_line(capsys, ["reproduce", edited(recorded, tmp_path, edit),
+                                   "fit_curated"])
+    assert "sharded over 2 torchrun ranks" in line and "--nproc-per-node 2" in line
+
+
 def test_a_missing_report(tmp_path, capsys):
     line = one_error_line(capsys, ["reproduce", str(tmp_path / "nope.json"), "fit_curated"])
     assert "nope.json: no such report" in line
