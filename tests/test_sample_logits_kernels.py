@@ -151,3 +151,23 @@ def test_triton_host_path_in_chunks_and_past_the_interpreter_rows(monkeypatch):
     monkeypatch.setattr(race, "INTERPRETER_ROWS", 0)
     monkeypatch.setattr(race, "INTERPRET", True)
     assert torch.equal(race.sample_logits_triton(**inputs, seed=2), device)
+
+
+@pytest.mark.parametrize("rows_per_program", [1, 2])
+def test_triton_device_path_in_several_launches_draws_the_ids_of_one(monkeypatch,
+                                                                    rows_per_program):
+    """A scratch for 3 rows (rounded to the rows a program holds) splits the batch's
+    ``_select_race`` into launches on one scratch. Each launch must read its own rows, write
+    its own ids and key the noise by the batch row: the ids equal one launch's, row by row
+    (a launch keyed by its own row 0 would repeat the draws of the first rows)."""
+    import kernels.sample_logits.triton_filtered_race as race
+    import kernels.sample_logits.triton_top_k_select as select
+    monkeypatch.setattr(race, "select_rows", lambda batch, device: (rows_per_program, 4))
+    g = torch.Generator().manual_seed(5)
+    x = (torch.randn(1, 600, generator=g) * 0.5).repeat(11, 1)    # one row, eleven times
+    inputs = batch(x.double().numpy(), [1.0] * 10 + [0.0], [40] * 11, [0.95] * 11)
+    one = race.sample_logits_triton(**inputs, seed=8)
+    monkeypatch.setattr(select, "SCRATCH_BYTES", 3 * (4 * 1024 + 8 * 2048))
+    assert select.scratch_rows(1024, rows_per_program, 11) in (2, 3)
+    assert torch.equal(race.sample_logits_triton(**inputs, seed=8), one)
+    assert one[:10].unique().numel() > 3            # the same row, independent draws

@@ -39,6 +39,7 @@ CMAX = tl.constexpr(2048)      # candidates a row may gather
 GPU_SMALL, CPU_SMALL = 128, 64  # up to this many candidates: thresholds by rank (an N x N
 # tile; the interpreter holds many rows a program, so smaller), else by bisection
 TILE = 4096                    # entries of the selected groups read per step
+SCRATCH_BYTES = 1 << 28        # the scratch of one launch (the rows beyond take more launches)
 
 
 @triton.jit
@@ -158,16 +159,17 @@ def sorted_top_p(ranked, k, t, top_p):
 
 
 @triton.jit
-def race_candidates(vals_ptr, cols_ptr, rows64, rows, ok, count, n, t, top_p, greedy, seed,
+def race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, t, top_p, greedy, seed,
                     V, N: tl.constexpr, BY_RANK: tl.constexpr):
-    """The winning column of each row's first N candidates (N >= count): the threshold by
-    rank (BY_RANK: an N x N comparison) or by bisection, then the race over the kept ones."""
+    """The winning column of each row's first N candidates (N >= count; scratch rows
+    ``slots``): the threshold by rank (BY_RANK: an N x N comparison) or by bisection, then
+    the race over the kept ones."""
     c = tl.arange(0, N)[None, :]
     have = c < count[:, None]
-    vals = tl.load(vals_ptr + rows64[:, None] * CMAX + c, mask=have, other=float("-inf"))
-    cols = tl.load(cols_ptr + rows64[:, None] * CMAX + c, mask=have, other=0)
+    vals = tl.load(vals_ptr + slots[:, None] * CMAX + c, mask=have, other=float("-inf"))
+    cols = tl.load(cols_ptr + slots[:, None] * CMAX + c, mask=have, other=0)
     if BY_RANK:                                # ranked copy in the scratch's second half
-        ranked = sorted_by_rank(vals, vals_ptr + rows64[:, None] * CMAX + CMAX // 2, ok)
+        ranked = sorted_by_rank(vals, vals_ptr + slots[:, None] * CMAX + CMAX // 2, ok)
         cutoff = sorted_top_p(ranked, n, t, top_p)
     else:
         keys = ordered(vals)
@@ -180,13 +182,16 @@ def race_candidates(vals_ptr, cols_ptr, rows64, rows, ok, count, n, t, top_p, gr
 
 @triton.jit(do_not_specialize=["seed"])
 def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_ptr, vals_ptr,
-                 cols_ptr, ids_ptr, unresolved_ptr, seed, B, V, G, stride, kmax,
+                 cols_ptr, ids_ptr, unresolved_ptr, seed, row0, B, V, G, stride, kmax,
                  BLOCK_R: tl.constexpr, GP: tl.constexpr, S: tl.constexpr,
                  GB: tl.constexpr, SMALL: tl.constexpr):
-    """Programs: BLOCK_R rows each (module docstring). Memory traffic: the module's."""
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    """Programs: BLOCK_R rows each, from batch row ``row0`` on (module docstring); scratch
+    row r - row0 for batch row r. Memory traffic: the module's."""
+    slots = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    rows = row0 + slots
     ok = rows < B
     rows64 = rows.to(tl.int64)
+    slots = slots.to(tl.int64)
     t = tl.load(temp_ptr + rows, mask=ok, other=1.0)
     k = tl.load(topk_ptr + rows, mask=ok, other=0)
     greedy = t == 0.0
@@ -199,7 +204,7 @@ def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_pt
                      other=float("-inf"))
     tau = value_of(ordered(maxima), maxima, near_nth_largest(ordered(maxima), n))
     chosen = active[:, None] & (g < G) & (maxima >= tau[:, None])
-    tl.store(groups_ptr + rows64[:, None] * GP + tl.cumsum(chosen.to(tl.int32), axis=1) - 1, g,
+    tl.store(groups_ptr + slots[:, None] * GP + tl.cumsum(chosen.to(tl.int32), axis=1) - 1, g,
              mask=chosen)
     picked = tl.sum(chosen.to(tl.int32), axis=1)
     tl.debug_barrier()                         # the group list, written above, read below
@@ -209,7 +214,7 @@ def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_pt
     for start in range(0, tl.max(picked), GB):
         j = start + tl.arange(0, GB)[None, :]
         live = j < picked[:, None]
-        group = tl.load(groups_ptr + rows64[:, None] * GP + j, mask=live, other=0)
+        group = tl.load(groups_ptr + slots[:, None] * GP + j, mask=live, other=0)
         cols = group[:, :, None] * S + e
         inside = live[:, :, None] & (cols < V)
         x = tl.load(logits_ptr + rows64[:, None, None] * stride + cols, mask=inside,
@@ -220,7 +225,7 @@ def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_pt
         at = (count[:, None, None] + (tl.cumsum(per_group, axis=1) - per_group)[:, :, None]
               + tl.cumsum(hit, axis=2) - 1)
         store = (hit > 0) & (at < CMAX)
-        slot = rows64[:, None, None] * CMAX + at
+        slot = slots[:, None, None] * CMAX + at
         tl.store(vals_ptr + slot, x, mask=store)
         tl.store(cols_ptr + slot, cols, mask=store)
         count += tl.sum(per_group, axis=1)
@@ -229,10 +234,10 @@ def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_pt
     safe_t = tl.where(greedy, 1.0, t)
     top_p = tl.load(topp_ptr + rows, mask=ok, other=1.0)
     if tl.max(count) <= SMALL:                 # the usual case: k + a few candidates
-        won = race_candidates(vals_ptr, cols_ptr, rows64, rows, ok, count, n, safe_t, top_p,
+        won = race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, safe_t, top_p,
                               greedy, seed, V, SMALL, True)
     else:
-        won = race_candidates(vals_ptr, cols_ptr, rows64, rows, ok, count, n, safe_t, top_p,
+        won = race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, safe_t, top_p,
                               greedy, seed, V, CMAX, False)
     resolved = active & (count <= CMAX)
     tl.store(ids_ptr + rows, won.to(tl.int64), mask=resolved)
@@ -242,7 +247,9 @@ def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_pt
 def select_race(logits, maxima, width, temperature, top_k, top_p, kmax, seed, block_r, warps):
     """(ids int64 [B], unresolved bool [B]): the greedy and top-k rows raced on the device;
     ``unresolved`` marks the rest (no top-k, k > ``kmax``, more than CMAX candidates), whose
-    ids are left unwritten."""
+    ids are left unwritten. A launch takes at most as many rows as SCRATCH_BYTES of scratch
+    hold (20 KB a row: a check's batch of 2^28 entries in rows of 100 would need 40 GiB),
+    the launches in turn on one scratch; the noise is keyed by the batch row either way."""
     batch, vocab = logits.shape
     count = maxima.shape[1]
     small = GPU_SMALL if logits.device.type == "cuda" and block_r == 1 else CPU_SMALL
@@ -251,11 +258,20 @@ def select_race(logits, maxima, width, temperature, top_k, top_p, kmax, seed, bl
     device = logits.device
     ids = torch.empty(batch, dtype=torch.int64, device=device)
     unresolved = torch.empty(batch, dtype=torch.int8, device=device)
-    groups = torch.empty((batch, gp), dtype=torch.int32, device=device)
-    vals = torch.empty((batch, CMAX.value), dtype=torch.float32, device=device)
-    cols = torch.empty((batch, CMAX.value), dtype=torch.int32, device=device)
-    _select_race[(triton.cdiv(batch, block_r),)](
-        logits, maxima, temperature, top_k, top_p, groups, vals, cols, ids, unresolved, seed,
-        batch, vocab, count, logits.stride(0), kmax, BLOCK_R=block_r, GP=gp, S=width, GB=gb,
-        SMALL=small, num_warps=warps)
+    per_launch = scratch_rows(gp, block_r, batch)
+    groups = torch.empty((per_launch, gp), dtype=torch.int32, device=device)
+    vals = torch.empty((per_launch, CMAX.value), dtype=torch.float32, device=device)
+    cols = torch.empty((per_launch, CMAX.value), dtype=torch.int32, device=device)
+    for row0 in range(0, batch, per_launch):
+        _select_race[(triton.cdiv(min(per_launch, batch - row0), block_r),)](
+            logits, maxima, temperature, top_k, top_p, groups, vals, cols, ids, unresolved,
+            seed, row0, batch, vocab, count, logits.stride(0), kmax, BLOCK_R=block_r, GP=gp,
+            S=width, GB=gb, SMALL=small, num_warps=warps)
     return ids, unresolved.bool()
+
+
+def scratch_rows(gp: int, block_r: int, batch: int) -> int:
+    """Rows a launch of ``_select_race`` takes: a multiple of ``block_r`` whose scratch
+    (group list and candidates, 4 GP + 8 CMAX bytes a row) fits SCRATCH_BYTES."""
+    rows = max(1, SCRATCH_BYTES // (4 * gp + 8 * CMAX.value)) // block_r * block_r
+    return min(max(rows, block_r), batch)
