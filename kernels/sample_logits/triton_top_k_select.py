@@ -58,29 +58,17 @@ def ordered(x):
 
 
 @triton.jit
-def nth_largest(keys, n):
-    """The n-th largest of ``keys`` [R, N] per row (1 <= n <= N), by bisection on the key:
-    the largest T with #{key >= T} >= n, which is a key (halvings of the key range until
-    it holds one key: at most 32)."""
-    lo = tl.min(keys, axis=1).to(tl.int64)
-    hi = tl.max(keys, axis=1).to(tl.int64)
-    while tl.max(hi - lo) > 0:                 # at most 32 halvings
-        mid = (lo + hi + 1) >> 1
-        enough = tl.sum((keys >= mid.to(tl.int32)[:, None]).to(tl.int32), axis=1) >= n
-        lo = tl.where(enough, mid, lo)
-        hi = tl.where(enough, hi, mid - 1)
-    return lo.to(tl.int32)
-
-
-@triton.jit
-def near_nth_largest(keys, n):
-    """A key T <= the n-th largest of ``keys`` [R, N] with n <= #{key >= T} <= n + n / 4 + 1
-    (or the n-th largest itself): the bisection of ``nth_largest``, stopped once the count
-    at the lower end is within that slack, which usually takes a third of the halvings."""
+def nth_largest(keys, n, slack):
+    """A key T <= the n-th largest of ``keys`` [R, N] per row (1 <= n <= N) with
+    n <= #{key >= T} <= n + slack, by bisection on the key: [lo, hi] holds the answer and
+    #{key >= lo} >= n throughout; it stops when the range holds one key (T = the n-th
+    largest; at most 32 halvings) or the count at lo is within the slack. Either way
+    {key >= T} holds the n largest with all their ties; with slack 0 it is exactly that
+    set (a count of n at lo leaves no key between lo and the n-th largest)."""
     lo = tl.min(keys, axis=1).to(tl.int64)
     hi = tl.max(keys, axis=1).to(tl.int64)
     above = tl.sum(tl.full(keys.shape, 1, tl.int32), axis=1)
-    while tl.max(((hi > lo) & (above > n + n // 4 + 1)).to(tl.int32)) > 0:
+    while tl.max(((hi > lo) & (above > n + slack)).to(tl.int32)) > 0:
         mid = (lo + hi + 1) >> 1
         count = tl.sum((keys >= mid.to(tl.int32)[:, None]).to(tl.int32), axis=1)
         enough = count >= n
@@ -173,7 +161,7 @@ def race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, t, top_p, gre
         cutoff = sorted_top_p(ranked, n, t, top_p)
     else:
         keys = ordered(vals)
-        cutoff = top_p_threshold(vals, keys, nth_largest(keys, n), t, top_p)
+        cutoff = top_p_threshold(vals, keys, nth_largest(keys, n, 0), t, top_p)
     s = scores(vals, cutoff[:, None], t[:, None], seed, rows[:, None], cols.to(tl.int64), V)
     top = tl.max(vals, axis=1)                 # greedy: the lowest column holding the max
     first = tl.min(tl.where(have & (vals == top[:, None]), cols, V), axis=1)
@@ -202,7 +190,7 @@ def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_pt
     g = tl.arange(0, GP)[None, :]
     maxima = tl.load(maxima_ptr + rows64[:, None] * G + g, mask=active[:, None] & (g < G),
                      other=float("-inf"))
-    tau = value_of(ordered(maxima), maxima, near_nth_largest(ordered(maxima), n))
+    tau = value_of(ordered(maxima), maxima, nth_largest(ordered(maxima), n, n // 4 + 1))
     chosen = active[:, None] & (g < G) & (maxima >= tau[:, None])
     tl.store(groups_ptr + slots[:, None] * GP + tl.cumsum(chosen.to(tl.int32), axis=1) - 1, g,
              mask=chosen)
