@@ -59,28 +59,35 @@ def main() -> None:
           "read once at the copy bandwidth")
     print("| B x V | reader | ms | % of floor |\n|---|---|---|---|")
     for batch, vocab in shapes:
-        torch.manual_seed(0)
-        inputs = {"x": torch.rand(batch, vocab, device=device)}
-        floor_ms = batch * vocab * 4 / bandwidth * 1e3
+        sweep(batch, vocab, bandwidth, device)
 
-        def show(name, call):
-            ms = median_ms(lambda work, _: call(work["x"]), inputs, 50, graph=True)
-            print(f"| {batch}x{vocab} | {name} | {ms:.4f} | {100 * floor_ms / ms:.0f}% |",
-                  flush=True)
-            return ms
 
-        show("torch.sum", lambda x: x.sum(dim=-1))
-        show("torch.amax", lambda x: x.amax(dim=-1))
-        best = None
-        for setting in itertools.product((1024, 2048, 4096), (4, 8), (1, 2, 4, 8), (1, 2, 3, 4)):
-            if setting[0] < 128 * setting[1]:
-                continue
-            ms = show("triton row sum, BLOCK %d, %d warps, %d/SM, %d stages" % setting,
-                      lambda x, s=setting: row_sum(x, *s))
-            best = min(best or (ms, setting), (ms, setting))
-        print(f"best Triton read at {batch}x{vocab}: {best[0]:.4f} ms = "
-              f"{100 * floor_ms / best[0]:.0f}% of the floor, (BLOCK, warps, /SM, stages) = "
-              f"{best[1]}", flush=True)
+def sweep(batch: int, vocab: int, bandwidth: float, device: torch.device) -> None:
+    """Print the readers' rows of one shape and the best Triton launch."""
+    torch.manual_seed(0)
+    inputs = {"x": torch.rand(batch, vocab, device=device)}
+    floor_ms = batch * vocab * 4 / bandwidth * 1e3
+
+    def show(name, call):
+        ms = median_ms(lambda work, _: call(work["x"]), inputs, 50, graph=True)
+        print(f"| {batch}x{vocab} | {name} | {ms:.4f} | {100 * floor_ms / ms:.0f}% |",
+              flush=True)
+        return ms
+
+    show("torch.sum", lambda x: x.sum(dim=-1))
+    show("torch.amax", lambda x: x.amax(dim=-1))
+    best = None
+    for block, warps, per_sm, stages in itertools.product(
+            (1024, 2048, 4096), (4, 8), (1, 2, 4, 8), (1, 2, 3, 4)):
+        if block < 128 * warps:
+            continue
+        setting = block, warps, per_sm, stages
+        ms = show(f"triton row sum, BLOCK {block}, {warps} warps, {per_sm}/SM, {stages} stages",
+                  lambda x, s=setting: row_sum(x, *s))
+        best = min(best or (ms, setting), (ms, setting))
+    print(f"best Triton read at {batch}x{vocab}: {best[0]:.4f} ms = "
+          f"{100 * floor_ms / best[0]:.0f}% of the floor, (BLOCK, warps, /SM, stages) = "
+          f"{best[1]}", flush=True)
 
 
 if __name__ == "__main__":

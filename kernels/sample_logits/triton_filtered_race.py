@@ -214,7 +214,7 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     k, p = top_k.to(torch.int64).contiguous(), top_p.to(torch.float32).contiguous()
     if INTERPRET and batch > INTERPRETER_ROWS:   # the interpreter pays per op: host path
         ids = torch.empty(batch, dtype=torch.int64, device=logits.device)
-        unresolved = torch.ones(batch, dtype=torch.bool, device=logits.device)
+        unresolved = torch.ones(batch, dtype=torch.int8, device=logits.device)
     else:
         block_r, warps = select_rows(batch, logits.device)
         ids, unresolved = select_race(logits, group_maxima(logits), group_width(vocab), t, k, p,

@@ -34,6 +34,7 @@ import triton
 import triton.language as tl
 
 from kernels.sample_logits.race_noise import scores
+from kernels.split_scratch import split_scratch
 
 CMAX = tl.constexpr(2048)      # candidates a row may gather
 GPU_SMALL, CPU_SMALL = 128, 64  # up to this many candidates: thresholds by rank (an N x N
@@ -233,11 +234,12 @@ def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_pt
 
 
 def select_race(logits, maxima, width, temperature, top_k, top_p, kmax, seed, block_r, warps):
-    """(ids int64 [B], unresolved bool [B]): the greedy and top-k rows raced on the device;
-    ``unresolved`` marks the rest (no top-k, k > ``kmax``, more than CMAX candidates), whose
+    """(ids int64 [B], unresolved int8 [B]): the greedy and top-k rows raced on the device;
+    ``unresolved`` flags the rest (no top-k, k > ``kmax``, more than CMAX candidates), whose
     ids are left unwritten. A launch takes at most as many rows as SCRATCH_BYTES of scratch
     hold (20 KB a row: a check's batch of 2^28 entries in rows of 100 would need 40 GiB),
-    the launches in turn on one scratch; the noise is keyed by the batch row either way."""
+    the launches in turn on one scratch, held per (device, stream) between calls; the noise
+    is keyed by the batch row either way."""
     batch, vocab = logits.shape
     count = maxima.shape[1]
     small = GPU_SMALL if logits.device.type == "cuda" and block_r == 1 else CPU_SMALL
@@ -247,15 +249,16 @@ def select_race(logits, maxima, width, temperature, top_k, top_p, kmax, seed, bl
     ids = torch.empty(batch, dtype=torch.int64, device=device)
     unresolved = torch.empty(batch, dtype=torch.int8, device=device)
     per_launch = scratch_rows(gp, block_r, batch)
-    groups = torch.empty((per_launch, gp), dtype=torch.int32, device=device)
-    vals = torch.empty((per_launch, CMAX.value), dtype=torch.float32, device=device)
-    cols = torch.empty((per_launch, CMAX.value), dtype=torch.int32, device=device)
+    _, vals, cols = split_scratch("triton-sample-logits", device, 0, per_launch * CMAX.value,
+                                  (torch.float32, torch.int32))
+    _, groups = split_scratch("triton-sample-logits-groups", device, 0, per_launch * gp,
+                              (torch.int32,))
     for row0 in range(0, batch, per_launch):
         _select_race[(triton.cdiv(min(per_launch, batch - row0), block_r),)](
             logits, maxima, temperature, top_k, top_p, groups, vals, cols, ids, unresolved,
             seed, row0, batch, vocab, count, logits.stride(0), kmax, BLOCK_R=block_r, GP=gp,
             S=width, GB=gb, SMALL=small, num_warps=warps)
-    return ids, unresolved.bool()
+    return ids, unresolved
 
 
 def scratch_rows(gp: int, block_r: int, batch: int) -> int:

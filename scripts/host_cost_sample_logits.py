@@ -1,0 +1,60 @@
+"""Where the host's time goes in one eager call of triton-sample-logits (CUDA): each step of
+the device path timed on the host (perf_counter, mean of many calls, the GPU idle at a
+1 x 32000 batch, so the host alone is timed), beside a bare Triton launch and a torch op.
+A call whose host steps add up to more than its kernels' time is host-bound in the bench.
+Usage: python3 scripts/host_cost_sample_logits.py [B,V]"""
+
+import sys
+import time
+
+import torch
+
+import kernels.sample_logits.triton_filtered_race as race
+from kernels.sample_logits.triton_top_k_select import select_race
+from scripts.read_ceiling import row_sum
+
+REPS = 300
+
+
+def mean_us(fn) -> float:
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    for _ in range(REPS):
+        fn()
+    elapsed = time.perf_counter() - started
+    torch.cuda.synchronize()
+    return elapsed / REPS * 1e6
+
+
+def main() -> None:
+    batch, vocab = (int(v) for v in (sys.argv[1] if len(sys.argv) > 1 else "1,32000").split(","))
+    dev = torch.device("cuda")
+    x = torch.randn(batch, vocab, device=dev) * 2
+    t = torch.full((batch,), 0.8, device=dev)
+    k = torch.full((batch,), 50, dtype=torch.int64, device=dev)
+    p = torch.full((batch,), 0.9, device=dev)
+    maxima = race.group_maxima(x)
+    width = race.group_width(vocab)
+    ids, unresolved = select_race(x, maxima, width, t, k, p, race.KMAX, 1, 1, 4)
+    steps = {
+        "torch.empty(B) int64": lambda: torch.empty(batch, dtype=torch.int64, device=dev),
+        "tensor.to(same dtype).contiguous()": lambda: t.to(torch.float32).contiguous(),
+        "a Triton launch (row sum, 3 args)": lambda: row_sum(x, 1024, 4, 1, 1),
+        "group_maxima (alloc + launch)": lambda: race.group_maxima(x),
+        "select_race (allocs + launch + .bool())": lambda: select_race(
+            x, maxima, width, t, k, p, race.KMAX, 1, 1, 4),
+        "unresolved.any() (no sync)": lambda: unresolved.any(),
+        "bool(unresolved.any()) (sync)": lambda: bool(unresolved.any()),
+        "whole call": lambda: race.sample_logits_triton(x, t, k, p, 1),
+    }
+    print(f"{torch.cuda.get_device_name(dev)}, {batch} x {vocab}, host microseconds per step "
+          f"(mean of {REPS})")
+    print("| step | host us |\n|---|---|")
+    for name, fn in steps.items():
+        print(f"| {name} | {mean_us(fn):.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
