@@ -80,7 +80,9 @@ def median_ms(call, inputs: dict, calls: int, graph: bool = False) -> float:
 
 def _captured(call, work: dict, refresh):
     """``step(i)`` replaying a CUDA graph of ``call(work, 1000)``, captured after two eager
-    warm-up calls on a side stream, as torch asks; None when the call cannot be captured."""
+    warm-up calls on a side stream, as torch asks, and on that same stream: scratch held per
+    stream (kernels/split_scratch.py) then exists before the capture, so no allocation or
+    memset of it lands in the timed graph. None when the call cannot be captured."""
     graph = torch.cuda.CUDAGraph()
     try:
         side = torch.cuda.Stream()
@@ -90,7 +92,7 @@ def _captured(call, work: dict, refresh):
                 call(work, 1000)
         torch.cuda.current_stream().wait_stream(side)
         refresh()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, stream=side):
             call(work, 1000)
     except Exception:      # noqa: BLE001 - any failure to capture means "not capturable"
         torch.cuda.synchronize()
