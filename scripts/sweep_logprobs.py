@@ -5,9 +5,12 @@ like ``sampling-harness bench`` (median of device-event times, fresh inputs, flu
 eager and CUDA-graph replay, which leaves out the host's launch cost) against the floor
 (logits read once + 12 B K) at the measured copy bandwidth; the two kernels' ranks must be
 equal and their values within float32 rounding. With --sweep, each kernel also over its
-launch shape: BLOCK, warps per program and programs per SM (rows split into chunks to
-reach it); values and ranks never depend on these. CUDA only.
-Usage: python3 scripts/sweep_logprobs.py [--sweep] [--quick] [--pruned] [--grid B,..;W,..;P,..]
+launch shape: BLOCK, warps per program, programs per SM (rows split into chunks to
+reach it) and the pruned loop's pipeline stages (0: the next block loaded by hand); values
+and ranks never depend on these, and each setting's ranks are checked equal to
+torch-logprobs'. CUDA only.
+Usage: python3 scripts/sweep_logprobs.py [--sweep] [--quick] [--pruned]
+       [--grid B,..;W,..;P,..[;S,..]]
 (prints tables; --pruned sweeps the pruned kernel only, --grid names the launch shapes)"""
 
 import itertools
@@ -21,13 +24,15 @@ from harness.families.logprobs import FAMILY, bench_batch
 from kernels.logprobs.torch_logprobs import logprobs_torch
 
 SHAPES = FAMILY.bench.gpu_shapes      # 256x151936x21 and 32x128256x21, ids top and random
-BLOCKS, WARPS, PER_SM = (512, 1024, 2048, 4096), (4, 8, 16), (2, 3, 4, 6, 8)
+BLOCKS, WARPS, PER_SM, STAGES = (512, 1024, 2048, 4096), (4, 8, 16), (2, 3, 4, 6, 8), (0,)
 if "--quick" in sys.argv:
     BLOCKS, WARPS, PER_SM = (1024, 2048), (4, 8), (2, 4, 8)
 if "--grid" in sys.argv:
-    BLOCKS, WARPS, PER_SM = (tuple(int(v) for v in part.split(","))
-                             for part in sys.argv[sys.argv.index("--grid") + 1].split(";"))
-DEFAULT = tl_logprobs.GPU_BLOCK, tl_logprobs.GPU_WARPS, tl_logprobs.GPU_PROGRAMS_PER_SM
+    parts = [tuple(int(v) for v in part.split(","))
+             for part in sys.argv[sys.argv.index("--grid") + 1].split(";")]
+    BLOCKS, WARPS, PER_SM, STAGES = (parts + [(0,)])[:4]
+DEFAULT = (tl_logprobs.GPU_BLOCK, tl_logprobs.GPU_WARPS, tl_logprobs.GPU_PROGRAMS_PER_SM,
+           tl_logprobs.GPU_STAGES)
 KERNELS = {"unpruned": False, "pruned": True}
 
 device = torch.device("cuda")
@@ -38,7 +43,8 @@ cases = {shape: bench_batch(shape, device) for shape in SHAPES}
 
 def timed(prune: bool, setting: tuple, inputs: dict, graph: bool) -> float:
     tl_logprobs.PRUNE = prune
-    (tl_logprobs.GPU_BLOCK, tl_logprobs.GPU_WARPS, tl_logprobs.GPU_PROGRAMS_PER_SM) = setting
+    (tl_logprobs.GPU_BLOCK, tl_logprobs.GPU_WARPS, tl_logprobs.GPU_PROGRAMS_PER_SM,
+     tl_logprobs.GPU_STAGES) = setting
     return median_ms(lambda work, _: tl_logprobs.logprobs_triton(**work), inputs, 30, graph)
 
 
@@ -58,8 +64,8 @@ def row(shape, name, setting, inputs):
 print(f"device {torch.cuda.get_device_name(device)}, copy bandwidth {bandwidth / 1e12:.2f} TB/s;"
       f" defaults (BLOCK, warps, programs/SM) = {DEFAULT}; % of floor on the faster of eager "
       "and graph")
-header = ("| B x V x K:ids | kernel | BLOCK | warps | programs/SM | S | eager ms | graph ms | "
-          "% of floor |\n|---|---|---|---|---|---|---|---|---|")
+header = ("| B x V x K:ids | kernel | BLOCK | warps | programs/SM | stages | S | eager ms | "
+          "graph ms | % of floor |\n|---|---|---|---|---|---|---|---|---|---|")
 print(header)
 for shape, inputs in cases.items():
     outputs = {}
@@ -78,12 +84,15 @@ if "--sweep" in sys.argv:
     best = {}
     for shape, inputs in cases.items():
         for name in (["pruned"] if "--pruned" in sys.argv else KERNELS):
-            for setting in itertools.product(BLOCKS, WARPS, PER_SM):
+            _, torch_ranks = logprobs_torch(**inputs)
+            for setting in itertools.product(BLOCKS, WARPS, PER_SM, STAGES):
                 if setting[0] < 128 * setting[1]:   # 4 adjacent elements per thread at least
                     continue
                 ms = row(shape, name, setting, inputs)
+                assert torch.equal(tl_logprobs.logprobs_triton(**inputs)[1], torch_ranks), \
+                    f"{shape} {name} {setting}: ranks differ from torch-logprobs'"
                 if (shape, name) not in best or ms < best[shape, name][0]:
                     best[shape, name] = ms, setting
     for (shape, name), (ms, setting) in best.items():
-        print(f"best at {shape}, {name}: {ms:.4f} ms with (BLOCK, warps, programs/SM) = "
+        print(f"best at {shape}, {name}: {ms:.4f} ms with (BLOCK, warps, programs/SM, stages) = "
               f"{setting}")

@@ -68,6 +68,7 @@ INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM = 512, 1, 6   # BLOCK >= 128 warps; swept by
 # scripts/sweep_logprobs.py (pruned, one warp a program: see the module doc)
+GPU_STAGES = 0   # the pruned loop: 0 loads the next block by hand; > 0 Triton's pipeline
 PRUNE = True    # rank compares only in blocks that reach the ids' keys (triton_logprobs_pruned;
 # False: the unpruned kernel, whose best launch on an H100 is BLOCK 1024, 8 warps, 4 per SM)
 PRUNE_LIMIT = None   # a program prunes if its first block holds at most this many entries at or
@@ -317,7 +318,8 @@ def logprobs_triton(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
                 else block // 4
             limit = g1 * block_r if PRUNE_LIMIT is None else PRUNE_LIMIT
             _pruned_kernel[(row_blocks, splits)](
-                *args, limit, LANES=lanes, KP=triton.next_power_of_2(slots), W=width, **shape)
+                *args, limit, LANES=lanes, KP=triton.next_power_of_2(slots), W=width,
+                STAGES=GPU_STAGES, **shape)
         else:
             _logprobs_kernel[(row_blocks, splits)](*args, **shape)
     return values, ranks
