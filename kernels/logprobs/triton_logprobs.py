@@ -51,6 +51,10 @@ block max is a warp reduction (no barrier) and the branch is per warp: on the H1
 (scripts/sweep_logprobs.py --pruned, BLOCK 512, 6 programs per SM) 0.081 ms with top ids
 (64 % of the floor) and 0.111 ms with random ids, against 0.109 ms for the unpruned kernel
 at its best (8 warps); so that is the default (GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM).
+The loads in flight were the limit: with the pruned loops pipelined by Triton over 4 blocks
+(GPU_STAGES) instead of one block loaded ahead by hand, 0.073 ms with top ids (72 % of the
+floor; a kernel that only reads reaches 80 %: scripts/read_ceiling.py) and 0.088 ms with
+random ids.
 """
 
 import contextlib
