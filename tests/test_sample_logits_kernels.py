@@ -171,3 +171,23 @@ def test_triton_device_path_in_several_launches_draws_the_ids_of_one(monkeypatch
     assert select.scratch_rows(1024, rows_per_program, 11) in (2, 3)
     assert torch.equal(race.sample_logits_triton(**inputs, seed=8), one)
     assert one[:10].unique().numel() > 3            # the same row, independent draws
+
+
+def test_triton_held_scratch_is_never_read_before_it_is_written():
+    """The select scratch is held between calls (kernels/split_scratch.py), so the harness's
+    allocator poison no longer reaches it. Poison it by hand between two calls with the
+    same seed: a kernel that read a candidate or group slot before writing it would change
+    its ids."""
+    from kernels import split_scratch
+    g = torch.Generator().manual_seed(9)
+    x = (torch.randn(6, 3000, generator=g) * 2).double().numpy()
+    inputs = batch(x, [0.9, 0.0, 1.2, 0.7, 1.0, 0.5], [30, 5, 200, 1, 64, 12],
+                   [0.8, 1.0, 0.95, 1.0, 0.5, 0.99])
+    first = sample_logits_triton(**inputs, seed=4)
+    held = [t for key, ts in split_scratch._HELD.items()
+            if key[0].startswith("triton-sample-logits") for t in ts[1:]]
+    assert held, "the select scratch is not held where this test looks for it"
+    for poison in (float("nan"), 1e30, -1e30):
+        for t in held:
+            t.fill_(poison) if t.dtype.is_floating_point else t.fill_(2**30)
+        assert torch.equal(sample_logits_triton(**inputs, seed=4), first)
