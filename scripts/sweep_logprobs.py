@@ -6,7 +6,7 @@ eager and CUDA-graph replay, which leaves out the host's launch cost) against th
 (logits read once + 12 B K) at the measured copy bandwidth; the two kernels' ranks must be
 equal and their values within float32 rounding. With --sweep, each kernel also over its
 launch shape: BLOCK, warps per program, programs per SM (rows split into chunks to
-reach it) and the pruned loop's pipeline stages (0: the next block loaded by hand); values
+reach it) and the pruned loops' pipeline stages (1: not pipelined); values
 and ranks never depend on these, and each setting's ranks are checked equal to
 torch-logprobs'. CUDA only.
 Usage: python3 scripts/sweep_logprobs.py [--sweep] [--quick] [--pruned]
@@ -24,13 +24,14 @@ from harness.families.logprobs import FAMILY, bench_batch
 from kernels.logprobs.torch_logprobs import logprobs_torch
 
 SHAPES = FAMILY.bench.gpu_shapes      # 256x151936x21 and 32x128256x21, ids top and random
-BLOCKS, WARPS, PER_SM, STAGES = (512, 1024, 2048, 4096), (4, 8, 16), (2, 3, 4, 6, 8), (0,)
+BLOCKS, WARPS, PER_SM = (512, 1024, 2048, 4096), (4, 8, 16), (2, 3, 4, 6, 8)
+STAGES = (tl_logprobs.GPU_STAGES,)
 if "--quick" in sys.argv:
     BLOCKS, WARPS, PER_SM = (1024, 2048), (4, 8), (2, 4, 8)
 if "--grid" in sys.argv:
     parts = [tuple(int(v) for v in part.split(","))
              for part in sys.argv[sys.argv.index("--grid") + 1].split(";")]
-    BLOCKS, WARPS, PER_SM, STAGES = (parts + [(0,)])[:4]
+    BLOCKS, WARPS, PER_SM, STAGES = (parts + [STAGES])[:4]
 DEFAULT = (tl_logprobs.GPU_BLOCK, tl_logprobs.GPU_WARPS, tl_logprobs.GPU_PROGRAMS_PER_SM,
            tl_logprobs.GPU_STAGES)
 KERNELS = {"unpruned": False, "pruned": True}

@@ -83,20 +83,17 @@ CASES = {
     "top-k31-bf16": sized_case(2, 150, 31, 8, top=True, dtype=torch.bfloat16),
     "top-k12": sized_case(2, 120, 12, 9, top=True),     # two groups: 8 + 4
 }
-# (PRUNE, PRUNE_LIMIT, SPLITS, GPU_STAGES): the default rule, pruning forced, pruning never
-# (the unpruned loop of the pruned kernel), several programs per row, the loops pipelined by
-# Triton (STAGES > 0: its loop code; the interpreter does not pipeline), and the unpruned kernel
-LAUNCHES = {"default": (True, None, None, 0), "forced": (True, 10**9, 3, 0),
-            "never": (True, -1, 2, 0), "forced-pipelined": (True, 10**9, 3, 2),
-            "never-pipelined": (True, -1, 2, 2), "unpruned-kernel": (False, None, 3, 0)}
+# (PRUNE, PRUNE_LIMIT, SPLITS): the default rule, pruning forced, pruning never (the unpruned
+# loop of the pruned kernel), several programs per row, and the unpruned kernel
+LAUNCHES = {"default": (True, None, None), "forced": (True, 10**9, 3),
+            "never": (True, -1, 2), "unpruned-kernel": (False, None, 3)}
 
 
 def run(monkeypatch, inputs, mode, launch):
-    prune, limit, splits, stages = LAUNCHES[launch]
+    prune, limit, splits = LAUNCHES[launch]
     monkeypatch.setattr(tlp, "PRUNE", prune)
     monkeypatch.setattr(tlp, "PRUNE_LIMIT", limit)
     monkeypatch.setattr(tlp, "SPLITS", splits)
-    monkeypatch.setattr(tlp, "GPU_STAGES", stages)
     vocab = inputs["logits"].shape[1]
     monkeypatch.setattr(tlp, "CPU_BLOCK", max(8, triton.next_power_of_2(vocab) // 16))
     return tlp.logprobs_triton(mode=mode, **inputs)

@@ -72,8 +72,8 @@ INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM = 512, 1, 6   # BLOCK >= 128 warps; swept by
 # scripts/sweep_logprobs.py (pruned, one warp a program: see the module doc)
-GPU_STAGES = 4   # the pruned loops pipelined by Triton over 4 blocks (0: the next block loaded
-# by hand, 0.081 ms at 256x151936x21 with top ids on an H100; 4 stages: 0.073 ms)
+GPU_STAGES = 4   # the pruned loops pipelined by Triton over 4 blocks (the one-block hand
+# prefetch they replaced: 0.081 ms at 256x151936x21 with top ids on an H100; 4 stages: 0.073)
 PRUNE = True    # rank compares only in blocks that reach the ids' keys (triton_logprobs_pruned;
 # False: the unpruned kernel, whose best launch on an H100 is BLOCK 1024, 8 warps, 4 per SM)
 PRUNE_LIMIT = None   # a program prunes if its first block holds at most this many entries at or

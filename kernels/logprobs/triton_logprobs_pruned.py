@@ -142,13 +142,13 @@ def _pruned_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, count
                    LOGPROBS: tl.constexpr, PROCESSED: tl.constexpr, BLOCK_R: tl.constexpr,
                    BLOCK: tl.constexpr, LANES: tl.constexpr, KP: tl.constexpr,
                    W: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr, G3: tl.constexpr,
-                   GROUPS: tl.constexpr, STAGES: tl.constexpr = 0):
+                   GROUPS: tl.constexpr, STAGES: tl.constexpr):
     """Program (r, p): rows r BLOCK_R .. + BLOCK_R - 1, columns [p CHUNK, (p + 1) CHUNK);
     KP = K rounded up to a power of two; the groups G1, G2, G3 (GROUPS of them, W = their
     width, K <= W <= KP) take the last W sorted positions. A program prunes unless its first
     block holds more than prune_limit entries at or above group 1's smallest key. The loop
-    loads the next block ahead by hand (STAGES = 0) or is software-pipelined by Triton over
-    STAGES blocks (more loads in flight). The last program of the row block writes its
+    is software-pipelined by Triton over STAGES blocks (loads in flight: see
+    kernels/logprobs/triton_logprobs.py). The last program of the row block writes its
     values and ranks."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     split, splits = tl.program_id(1), tl.num_programs(1)
@@ -184,31 +184,16 @@ def _pruned_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, count
     if PROCESSED:
         first = tl.where(first >= cutoff[:, None, None], first, float("-inf"))
     prune = tl.sum(tl.where(first >= least[0][:, :, None], 1, 0)) <= prune_limit
-    if STAGES > 0:                                # pipelined by Triton: two loops as below
-        if prune:
-            for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
-                xb = tl.load(row_ptr + start + cols, mask=row_ok3)
-                m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, GROUPS,
-                                    LANES, LOGPROBS, PROCESSED, False, True)
-        else:
-            for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
-                xb = tl.load(row_ptr + start + cols, mask=row_ok3)
-                m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, GROUPS,
-                                    LANES, LOGPROBS, PROCESSED, False, False)
-    elif prune:                                   # two loops: no branch per block
-        for start in range(lo, full_end, BLOCK):  # whole blocks, unmasked
-            ahead_x = tl.load(row_ptr + start + BLOCK + cols,
-                              mask=tl.where(start + BLOCK < full_end, row_ok3, False))
-            m, s, counts = fold(x, row_ok3, m, s, counts, keys, least, cutoff, t, GROUPS,
+    if prune:                    # two loops, no branch per block; pipelined by Triton over
+        for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):   # STAGES blocks
+            xb = tl.load(row_ptr + start + cols, mask=row_ok3)   # whole blocks, unmasked
+            m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, GROUPS,
                                 LANES, LOGPROBS, PROCESSED, False, True)
-            x = ahead_x
     else:
-        for start in range(lo, full_end, BLOCK):
-            ahead_x = tl.load(row_ptr + start + BLOCK + cols,
-                              mask=tl.where(start + BLOCK < full_end, row_ok3, False))
-            m, s, counts = fold(x, row_ok3, m, s, counts, keys, least, cutoff, t, GROUPS,
+        for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
+            xb = tl.load(row_ptr + start + cols, mask=row_ok3)
+            m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, GROUPS,
                                 LANES, LOGPROBS, PROCESSED, False, False)
-            x = ahead_x
     if full_end < hi:                             # the row's ragged last block
         ok3 = row_ok3 & (full_end + cols < hi)
         x = tl.load(row_ptr + full_end + cols, mask=ok3, other=float("-inf"))
