@@ -1,10 +1,12 @@
-"""triton-sample-logits' device path against its host path on Hypothesis rows: for each
+"""triton-sample-logits' three paths against each other on Hypothesis rows: for each
 generated table (the strategy of the `fit_generated` check: ties, -inf, huge ranges, three
 dtypes, temperatures including 0, top-k and top-p at and around their boundaries) the ids
-drawn with KMAX = 1024 (greedy and top-k rows selected and raced on the device) must equal
-those drawn with KMAX = 0 (torch's sorted kept set, then the full-row race), seed by seed:
-the noise is keyed by (row, column), so equal kept sets give equal ids. Prints each
-mismatching row (dtype, V, T, k, p, the two ids and their logits) and the count.
+drawn on the candidates (KMAX = 1024, NUCLEUS_GROUPS = 256: greedy, top-k and top-p-alone
+rows selected and raced in ``_select_race``) must equal those of the whole-row fallback
+(KMAX = 0, NUCLEUS_GROUPS = 1: x_(k) and the top-p threshold by bisection over the row) and
+those of the host path (torch's sorted kept set, then the full-row race), seed by seed: the
+noise is keyed by (row, column), so equal kept sets give equal ids. Prints each mismatching
+row (dtype, V, T, k, p, the ids and their logits) and the count.
 Usage: python3 scripts/fuzz_sample_logits.py [--examples N] [--seed S] [--max-vocab V]"""
 
 import argparse
@@ -13,6 +15,7 @@ import torch
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 import kernels.sample_logits.triton_filtered_race as race
+import kernels.sample_logits.triton_top_k_select as select
 from harness.strategies.logits import sampling_tables
 
 parser = argparse.ArgumentParser()
@@ -22,6 +25,7 @@ parser.add_argument("--max-vocab", type=int, default=4099)
 args = parser.parse_args()
 device = "cuda" if torch.cuda.is_available() else "cpu"
 mismatches = []
+host_rows = race.HOST_PATH_ROWS
 
 
 @seed(args.seed)
@@ -33,17 +37,22 @@ def compare(table):
     t, k, p = (torch.as_tensor(table[key]).to(device) for key in ("temperature", "top_k",
                                                                    "top_p"))
     for s in range(4):
-        race.KMAX = 1024
+        race.KMAX, select.NUCLEUS_GROUPS = 1024, 256
         fast = race.sample_logits_triton(x, t, k, p, s)
-        race.KMAX = 0
-        slow = race.sample_logits_triton(x, t, k, p, s)
-        for row in (fast != slow).nonzero()[:, 0].tolist():
-            a, b = int(fast[row]), int(slow[row])
-            mismatches.append(row)
-            print(f"row {row}: {x.dtype} V={x.shape[1]} T={float(t[row])} k={int(k[row])} "
-                  f"p={float(p[row])} seed {s}: device {a} (x={float(x[row, a])}), host {b} "
-                  f"(x={float(x[row, b])}), row max {float(x[row].float().max())}", flush=True)
-
+        race.KMAX, select.NUCLEUS_GROUPS = 0, 1
+        whole_row = race.sample_logits_triton(x, t, k, p, s)
+        race.KMAX, select.NUCLEUS_GROUPS = 1024, 256
+        race.HOST_PATH_ROWS = 0
+        host = race.sample_logits_triton(x, t, k, p, s)
+        race.HOST_PATH_ROWS = host_rows
+        for name, other in (("whole row", whole_row), ("host", host)):
+            for row in (fast != other).nonzero()[:, 0].tolist():
+                a, b = int(fast[row]), int(other[row])
+                mismatches.append(row)
+                print(f"row {row}: {x.dtype} V={x.shape[1]} T={float(t[row])} k={int(k[row])} "
+                      f"p={float(p[row])} seed {s}: candidates {a} (x={float(x[row, a])}), "
+                      f"{name} {b} (x={float(x[row, b])}), row max "
+                      f"{float(x[row].float().max())}", flush=True)
 
 compare()
 print(f"{len(mismatches)} mismatching rows over {args.examples} tables x 4 seeds on {device}")

@@ -10,6 +10,7 @@ import time
 import torch
 
 import kernels.sample_logits.triton_filtered_race as race
+from kernels.sample_logits.triton_row_fallback import fallback_race
 from kernels.sample_logits.triton_top_k_select import select_race
 from scripts.read_ceiling import row_sum
 
@@ -35,18 +36,18 @@ def main() -> None:
     t = torch.full((batch,), 0.8, device=dev)
     k = torch.full((batch,), 50, dtype=torch.int64, device=dev)
     p = torch.full((batch,), 0.9, device=dev)
-    maxima = race.group_maxima(x)
+    maxima, masses = race.group_maxima(x, t, k, p)
     width = race.group_width(vocab)
-    ids, unresolved = select_race(x, maxima, width, t, k, p, race.KMAX, 1, 1, 4)
+    ids, unresolved = select_race(x, maxima, masses, width, t, k, p, race.KMAX, 1, 1, 4)
     steps = {
         "torch.empty(B) int64": lambda: torch.empty(batch, dtype=torch.int64, device=dev),
         "tensor.to(same dtype).contiguous()": lambda: t.to(torch.float32).contiguous(),
         "a Triton launch (row sum, 3 args)": lambda: row_sum(x, 1024, 4, 1, 1),
-        "group_maxima (alloc + launch)": lambda: race.group_maxima(x),
-        "select_race (allocs + launch + .bool())": lambda: select_race(
-            x, maxima, width, t, k, p, race.KMAX, 1, 1, 4),
-        "unresolved.any() (no sync)": lambda: unresolved.any(),
-        "bool(unresolved.any()) (sync)": lambda: bool(unresolved.any()),
+        "group_maxima (allocs + launch)": lambda: race.group_maxima(x, t, k, p),
+        "select_race (allocs + launch)": lambda: select_race(
+            x, maxima, masses, width, t, k, p, race.KMAX, 1, 1, 4),
+        "fallback_race (launch, no row flagged)": lambda: fallback_race(
+            x, t, k, p, unresolved, ids, 1, False),
         "whole call": lambda: race.sample_logits_triton(x, t, k, p, 1),
     }
     print(f"{torch.cuda.get_device_name(dev)}, {batch} x {vocab}, host microseconds per step "

@@ -35,11 +35,13 @@ for shape in FAMILY.bench.gpu_shapes:
         (race.GPU_GROUP_BLOCK, race.GPU_GROUP_WARPS, race.GPU_SELECT_WARPS,
          top_k_select.TILE) = setting
         logits, vocab = inputs["logits"], inputs["logits"].shape[1]
-        maxima, width = race.group_maxima(logits), race.group_width(vocab)
-        group = median_ms(lambda work, _: race.group_maxima(work["logits"]), inputs, 30)
-        selected = median_ms(lambda work, seed, m=maxima, s=width, w=setting[2]:
-                           top_k_select.select_race(work["logits"], m, s, work["temperature"],
-                                       work["top_k"], work["top_p"], race.KMAX, seed, 1, w),
+        filters = [inputs[key] for key in ("temperature", "top_k", "top_p")]
+        (maxima, masses), width = race.group_maxima(logits, *filters), race.group_width(vocab)
+        group = median_ms(lambda work, _, f=filters: race.group_maxima(work["logits"], *f),
+                          inputs, 30)
+        selected = median_ms(lambda work, seed, m=maxima, z=masses, s=width, w=setting[2],
+                             f=filters: top_k_select.select_race(work["logits"], m, z, s, *f,
+                                                    race.KMAX, seed, 1, w),
                            inputs, 30)
         call = median_ms(lambda work, seed: race.sample_logits_triton(**work, seed=seed),
                          inputs, 30)

@@ -78,20 +78,33 @@ def test_the_validator_names_a_greedy_row_that_is_not_the_argmax():
         validate_ids(ids, inputs)
 
 
+def flag_counter(monkeypatch) -> list:
+    """Wrap ``fallback_race`` to record how many rows each call leaves to it (the test
+    synchronises; the kernel never does)."""
+    import kernels.sample_logits.triton_filtered_race as race
+    counts, inner = [], race.fallback_race
+
+    def counted(logits, t, k, p, unresolved, ids, seed, interpret):
+        counts.append(int(unresolved.sum()))
+        inner(logits, t, k, p, unresolved, ids, seed, interpret)
+    monkeypatch.setattr(race, "fallback_race", counted)
+    return counts
+
+
 def test_triton_candidate_and_full_row_races_draw_the_same_ids(monkeypatch):
     """The noise is keyed by (row, column): with top-k resolved among the candidates, or
-    forced through the full-row race (KMAX = 0: the sort-based threshold), the same kept set
-    gives the same winner."""
+    forced through the whole-row fallback (KMAX = 0: x_(k) and the top-p threshold by
+    bisection over the row), the same kept set gives the same winner."""
     import kernels.sample_logits.triton_filtered_race as race
     g = torch.Generator().manual_seed(5)
     x = torch.randn(16, 300, generator=g) * 2
     inputs = batch(x.double().numpy(), [0.8] * 8 + [1.3] * 8, [5, 20, 1, 50] * 4,
                    [1.0, 0.9, 0.5, 0.95] * 4)
+    flagged = flag_counter(monkeypatch)
     fast = race.sample_logits_triton(**inputs, seed=3)
     monkeypatch.setattr(race, "KMAX", 0)
-    before = race.sample_logits_triton.sorted_rows
     slow = race.sample_logits_triton(**inputs, seed=3)
-    assert race.sample_logits_triton.sorted_rows == before + 16
+    assert flagged == [0, 16]
     assert torch.equal(fast, slow)
 
 
@@ -99,8 +112,9 @@ def test_triton_candidate_and_full_row_races_draw_the_same_ids(monkeypatch):
 def test_triton_device_selection_agrees_with_the_host_path_on_hard_rows(monkeypatch,
                                                                        rows_per_program):
     """The device path (group maxima, candidates >= the k-th largest group max, bisections for
-    x_(k) and the top-p threshold) against the host path (KMAX = 0: torch-logprobs' sorted
-    kept set, then the full-row race) on rows built to break it: bf16 ties at and across
+    x_(k) and the top-p threshold) against the whole-row fallback (KMAX = 0: bisections over
+    the row) and the host path (torch-logprobs' sorted kept set, then the full-row race) on
+    rows built to break it: bf16 ties at and across
     the top-k boundary, ties straddling top-p, -inf groups, fewer finite entries than k,
     greedy rows with tied maxima in different groups, k = 1 and k = V - 1, top_p 0 and just
     under 1, and rows of equal logits whose candidates overflow the scratch. Same noise, so
@@ -124,22 +138,31 @@ def test_triton_device_selection_agrees_with_the_host_path_on_hard_rows(monkeypa
     k = [50, 3, 10, 20, 5, 7, 1, vocab - 1] * 3
     p = [0.9, 0.6, 1.0, 0.5, 0.9, 0.9, 0.0, 1.0 - 2.0**-20] * 3
     inputs = batch(x.numpy(), t, k, p, dtype=torch.bfloat16)
+    flagged = flag_counter(monkeypatch)
     for seed in range(3):
-        before = race.sample_logits_triton.sorted_rows
         fast = race.sample_logits_triton(**inputs, seed=seed)
-        # on the host: only the overflowing row 4 and k = V - 1 > KMAX (rows 7, 15, 23)
-        assert race.sample_logits_triton.sorted_rows == before + 4
+        # to the fallback: only the overflowing row 4 and k = V - 1 > KMAX (rows 7, 15, 23)
+        assert flagged[-1] == 4
         monkeypatch.setattr(race, "KMAX", 0)
         slow = race.sample_logits_triton(**inputs, seed=seed)
         monkeypatch.setattr(race, "KMAX", 1024)
         assert torch.equal(fast, slow), (fast != slow).nonzero()[:, 0].tolist()
+        host = host_path(race, monkeypatch, inputs, seed)
+        assert torch.equal(fast, host), (fast != host).nonzero()[:, 0].tolist()
         greedy = inputs["temperature"] == 0          # on the device either way: the argmax
         expected = inputs["logits"].float().argmax(dim=1)
         assert torch.equal(fast[greedy], expected[greedy])
 
 
-def test_triton_host_path_in_chunks_and_past_the_interpreter_rows(monkeypatch):
-    """The host path in chunks of three rows, and a batch over INTERPRETER_ROWS (host path
+def host_path(race, monkeypatch, inputs, seed):
+    """The ids of the interpreter's host path (the whole batch on it)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(race, "HOST_PATH_ROWS", 0)
+        return race.sample_logits_triton(**inputs, seed=seed)
+
+
+def test_triton_host_path_in_chunks_and_past_the_host_path_rows(monkeypatch):
+    """The host path in chunks of three rows, and a batch over HOST_PATH_ROWS (host path
     whole), draw the ids of the device path: chunking bounds the float32 copies, never the
     draws."""
     import kernels.sample_logits.triton_filtered_race as race
@@ -148,12 +171,11 @@ def test_triton_host_path_in_chunks_and_past_the_interpreter_rows(monkeypatch):
     inputs = batch(x.double().numpy(), [0.9, 0.0] * 5, [0, 7] * 5, [0.8, 1.0] * 5)
     device = race.sample_logits_triton(**inputs, seed=2)
     monkeypatch.setattr(race, "HOST_CHUNK_BYTES", 3 * 4 * 700)
-    monkeypatch.setattr(race, "INTERPRETER_ROWS", 0)
-    monkeypatch.setattr(race, "INTERPRET", True)
+    monkeypatch.setattr(race, "HOST_PATH_ROWS", 0)
     assert torch.equal(race.sample_logits_triton(**inputs, seed=2), device)
 
 
-@pytest.mark.parametrize("rows_per_program", [1, 2])
+@pytest.mark.parametrize("rows_per_program", [1, 2] if DEVICE == "cpu" else [1])
 def test_triton_device_path_in_several_launches_draws_the_ids_of_one(monkeypatch,
                                                                     rows_per_program):
     """A scratch for 3 rows (rounded to the rows a program holds) splits the batch's
@@ -191,3 +213,87 @@ def test_triton_held_scratch_is_never_read_before_it_is_written():
         for t in held:
             t.fill_(poison) if t.dtype.is_floating_point else t.fill_(2**30)
         assert torch.equal(sample_logits_triton(**inputs, seed=4), first)
+
+
+def nucleus_rows(vocab: int = 4000) -> dict:
+    """Rows with top-p alone (top-k 0 or V): peaked rows, whose top-p set lies among the
+    candidates of the largest group maxima, and flat rows at top_p 0.99, whose set does not
+    (they go to the whole-row fallback); ties straddling top_p; a -inf half; top_p 0."""
+    g = torch.Generator().manual_seed(21)
+    x = torch.randn(8, vocab, generator=g)
+    x[0] *= 4                                           # peaked
+    x[1] *= 0.1                                         # flat
+    x[2] = torch.randint(0, 3, (vocab,), generator=g).double()   # three values, many ties
+    x[3, vocab // 2:] = -np.inf
+    x[4, :10] = 9.0                                     # ten tied heads
+    return batch(x.double().numpy(), [0.7, 1.0, 1.0, 1.5, 1.0, 0.9, 2.0, 1.0],
+                 [0, vocab, 0, 0, 0, vocab, 0, 0], [0.9, 0.99, 0.5, 0.95, 0.35, 0.0, 0.99, 0.6])
+
+
+def test_triton_top_p_alone_on_the_candidates_the_fallback_and_the_host_agree(monkeypatch):
+    """Top-p alone, three ways, the same ids row by row: the candidates of the NUCLEUS_GROUPS
+    largest group maxima with the row's mass from the group masses (when they reach top_p),
+    the whole-row fallback (NUCLEUS_GROUPS = 1: one group's candidates with their ties hold
+    only the sets of rows 2, 4 and 5), and the host path (a sort under a full logsumexp).
+    Flat rows must reach the fallback from the candidates too."""
+    import kernels.sample_logits.triton_filtered_race as race
+    import kernels.sample_logits.triton_top_k_select as select
+    inputs = nucleus_rows()
+    flagged = flag_counter(monkeypatch)
+    for seed in range(2):
+        fast = race.sample_logits_triton(**inputs, seed=seed)
+        assert flagged[-1] == 4, flagged         # rows 1, 3, 6, 7: sets wider than 256 groups
+        with monkeypatch.context() as patch:
+            patch.setattr(select, "NUCLEUS_GROUPS", 1)
+            slow = race.sample_logits_triton(**inputs, seed=seed)
+        assert flagged[-1] == 5, flagged         # and row 0 (rows 2, 4, 5: all ties or top_p 0)
+        host = host_path(race, monkeypatch, inputs, seed)
+        assert torch.equal(fast, slow), (fast != slow).nonzero()[:, 0].tolist()
+        assert torch.equal(fast, host), (fast != host).nonzero()[:, 0].tolist()
+
+
+def test_triton_fallback_split_across_programs_draws_the_ids_of_one(monkeypatch):
+    """The fallback with the columns split across three programs per row, merged by the
+    row's last program through a ticket, draws the ids of one program per row (a merge
+    that kept the last split's partial, or a ticket left unreset for the next call, would
+    not)."""
+    import kernels.sample_logits.triton_filtered_race as race
+    import kernels.sample_logits.triton_row_fallback as fallback
+    inputs = nucleus_rows(vocab=1500)
+    inputs["top_p"][:] = 1.0                                # no filter: all to the fallback
+    inputs["top_k"][4:] = 1100                              # k > KMAX: all to the fallback
+    inputs["temperature"][7] = 0.0                          # and a greedy row with no filter
+    one = race.sample_logits_triton(**inputs, seed=6)
+    monkeypatch.setattr(fallback, "fallback_launch", lambda *args: (2, 256, 128, 3, 4))
+    for _ in range(2):
+        assert torch.equal(race.sample_logits_triton(**inputs, seed=6), one)
+    assert one[7] == inputs["logits"][7].argmax()
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="needs a CUDA device")
+def test_triton_call_never_synchronises_and_replays_in_a_cuda_graph():
+    """Every path (greedy, top-k, top-p alone on the candidates and in the fallback, no
+    filter, k > KMAX) in one batch: the call raises under torch's sync debug mode "error"
+    if anything synchronises, and a CUDA graph of it replays the eager ids."""
+    from kernels.sample_logits.triton_filtered_race import sample_logits_triton as fn
+    inputs = nucleus_rows()
+    inputs["top_k"][[5, 6]] = torch.tensor([50, 2000], device=DEVICE)
+    inputs["temperature"][3] = 0.0
+    eager = fn(**inputs, seed=9)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        again = fn(**inputs, seed=9)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert torch.equal(again, eager)           # (torch.equal synchronises: outside the mode)
+    graph, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn(**inputs, seed=9)                   # the side stream's held scratch, outside the graph
+        with torch.cuda.graph(graph, stream=side):
+            captured = fn(**inputs, seed=9)
+    torch.cuda.current_stream().wait_stream(side)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(captured, eager)

@@ -102,14 +102,24 @@ def validate_ids(ids: object, inputs: dict) -> torch.Tensor:
     return ids
 
 
+BENCH_FILTERS = {                                  # variant: (temperature, top-k, top-p)
+    "top-k-top-p": (0.8, 50, 0.9), "top-p": (0.8, 0, 0.9), "plain": (0.8, 0, 1.0),
+    "greedy": (0.0, 0, 1.0)}
+
+
 def bench_batch(shape: str, device: torch.device) -> dict:
-    """``BxV``: float32 logits N(0, 4), temperature 0.8, top-k 50, top-p 0.9 on every row
-    (the issue's setting)."""
-    batch, vocab = (int(x) for x in shape.lower().split("x"))
+    """``BxV[:filter]``: float32 logits N(0, 4) with, on every row, the filter ``top-k-top-p``
+    (the default, the issue's setting: temperature 0.8, top-k 50, top-p 0.9), ``top-p``
+    (top-p 0.9 alone), ``plain`` (temperature 0.8 alone) or ``greedy``."""
+    dims, _, name = shape.lower().partition(":")
+    if name not in ("", *BENCH_FILTERS):
+        raise ValueError(f"{shape}: filter not one of {', '.join(BENCH_FILTERS)}")
+    t, k, p = BENCH_FILTERS[name or "top-k-top-p"]
+    batch, vocab = (int(x) for x in dims.split("x"))
     return {"logits": torch.randn(batch, vocab, device=device) * 2.0,
-            "temperature": torch.full((batch,), 0.8, device=device),
-            "top_k": torch.full((batch,), 50, dtype=torch.int64, device=device),
-            "top_p": torch.full((batch,), 0.9, device=device)}
+            "temperature": torch.full((batch,), t, device=device),
+            "top_k": torch.full((batch,), k, dtype=torch.int64, device=device),
+            "top_p": torch.full((batch,), p, device=device)}
 
 
 FAMILY = Family(
@@ -125,7 +135,7 @@ FAMILY = Family(
     writable=("logits",),
     bench=BenchSpec(
         gpu_shapes=("256x151936", "32x128256", "1x32000"), cpu_shapes=("8x4099",),
-        shape_help="BxV (temperature 0.8, top-k 50, top-p 0.9)", make_inputs=bench_batch,
+        shape_help="BxV[:filter] (default T 0.8, top-k 50, top-p 0.9)", make_inputs=bench_batch,
         floor_bytes=lambda inputs: inputs["logits"].numel() * inputs["logits"].element_size()
         + 8 * inputs["logits"].shape[0],
         baselines=("torch-sample-logits",)),

@@ -6,22 +6,25 @@ the kept tokens in log space: token = argmax_{x_j >= c} (x_j / T - log q_j), q_j
 (Gumbel-max with exact exponentials keyed by (row, column): kernels/sample_logits/race_noise.py;
 no row max, no softmax in memory).
 
-Two launches serve every greedy row and every row with 0 < top-k <= KMAX, with no host
-synchronisation between them:
+Three launches serve every row, with no host synchronisation (capturable in a CUDA graph):
 
 * ``_group_max`` reads the row once and keeps the max of each group of S columns (S a
-  power of two, about V / GROUPS);
+  power of two, about V / GROUPS) and, in rows with top-p alone, the group's mass;
 * ``_select_race`` (kernels/sample_logits/triton_top_k_select.py), one program per row,
   gathers the candidates >= the k-th largest group max, which hold the whole top-k set with
   its ties, runs top-p on them in float64 and races them; a greedy row's candidates are the
-  entries equal to its max, the first one wins.
+  entries equal to its max, the first one wins. A row with top-p alone takes the
+  candidates of its NUCLEUS_GROUPS largest group maxima, and is resolved when their mass
+  reaches top_p times the row's (summed from the group masses);
+* ``_fallback_race`` (kernels/sample_logits/triton_row_fallback.py) takes the rows left
+  flagged (no filter, k > KMAX, a top-p set the candidates do not hold, more candidates
+  than the scratch holds): their thresholds by bisection over the whole row, then the race.
+  It runs over every row; programs of unflagged rows return at once.
 
-Every other row (top-p alone, no filter, k > KMAX, more candidates than the scratch holds)
-is flagged, and after one synchronisation takes the host path (in chunks of at most
-HOST_CHUNK_BYTES of float32 logits; in the interpreter, batches over INTERPRETER_ROWS rows
-take it whole): top-p alone from the
-TOP_P_CANDIDATES largest under a full-row logsumexp, no filter with c = -inf, and the rest
-(k > KMAX, a top-p set larger than TOP_P_CANDIDATES tokens) the sort-based threshold of
+In the interpreter a batch over HOST_PATH_ROWS rows takes the host path instead (one
+synchronisation; in chunks of at most HOST_CHUNK_BYTES of float32 logits): top-p alone from
+the TOP_P_CANDIDATES largest under a full-row logsumexp, no filter with c = -inf, and the
+rest (k > KMAX, a top-p set larger than TOP_P_CANDIDATES tokens) the sort-based threshold of
 torch-logprobs, counted in ``sorted_rows``; then ``_row_race`` over their whole rows.
 """
 
@@ -33,6 +36,7 @@ import triton.language as tl
 
 from kernels.logprobs.torch_logprobs import kept_entries
 from kernels.sample_logits.race_noise import scores
+from kernels.sample_logits.triton_row_fallback import fallback_race
 from kernels.sample_logits.triton_top_k_select import select_race
 from kernels.split_scratch import multiprocessors
 
@@ -43,9 +47,9 @@ GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM = 2048, 4, 4
 GPU_GROUP_BLOCK, GPU_GROUP_WARPS = 8192, 4        # _group_max: columns and warps a program
 GPU_SELECT_WARPS = 4                               # _select_race
 HOST_CHUNK_BYTES = 1 << 30       # the host path's float32 copies, at most this much at a time
-INTERPRETER_ROWS = 1024          # the interpreter's device path: batches up to this many rows
-# (the unit tests'; the statistical checks' batches take the host path, as the per-op cost
-# of the interpreter would make them last an hour; a GPU always takes the device path)
+HOST_PATH_ROWS = 1024 if INTERPRET else None   # batches over this many rows take the host
+# path: in the interpreter the statistical checks' batches (its per-op cost would make them
+# last an hour), the unit tests' stay on the device path; None: never (a GPU)
 NEG_INF = float("-inf")
 
 
@@ -78,10 +82,12 @@ def _row_race(logits_ptr, rows_ptr, cutoff_ptr, temp_ptr, best_ptr, col_ptr, see
 
 
 @triton.jit
-def _group_max(logits_ptr, out_ptr, B, V, stride, G, BLOCK_R: tl.constexpr,
-               BLOCK_G: tl.constexpr, S: tl.constexpr):
-    """Programs (row block, group block): the max of each group of S columns (-inf past V).
-    Memory traffic: the logits read once (2 or 4 B per entry); 4 B per group written."""
+def _group_max(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr, B, V, stride, G,
+               BLOCK_R: tl.constexpr, BLOCK_G: tl.constexpr, S: tl.constexpr):
+    """Programs (row block, group block): the max m of each group of S columns (-inf past V)
+    and, for rows with top-p alone, the group's mass sum exp(z - m / T) over its finite
+    entries, z = x / T in float32 (its terms in (0, 1], the largest 1).
+    Memory traffic: the logits read once (2 or 4 B per entry); 4 or 8 B per group written."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     groups = tl.program_id(1) * BLOCK_G + tl.arange(0, BLOCK_G)
     cols = groups[None, :, None] * S + tl.arange(0, S)[None, None, :]
@@ -89,7 +95,20 @@ def _group_max(logits_ptr, out_ptr, B, V, stride, G, BLOCK_R: tl.constexpr,
     x = tl.load(logits_ptr + rows.to(tl.int64)[:, None, None] * stride + cols, mask=ok,
                 other=float("-inf")).to(tl.float32)
     out = rows.to(tl.int64)[:, None] * G + groups[None, :]
-    tl.store(out_ptr + out, tl.max(x, axis=2), mask=(rows < B)[:, None] & (groups < G)[None, :])
+    written = (rows < B)[:, None] & (groups < G)[None, :]
+    m = tl.max(x, axis=2)
+    tl.store(max_ptr + out, m, mask=written)
+    t = tl.load(temp_ptr + rows, mask=rows < B, other=0.0)
+    k = tl.load(topk_ptr + rows, mask=rows < B, other=0)
+    p = tl.load(topp_ptr + rows, mask=rows < B, other=1.0)
+    alone = (rows < B) & (t > 0.0) & ((k <= 0) | (k >= V)) & (p < 1.0)
+    if tl.max(alone.to(tl.int32)) > 0:
+        safe_t = tl.where(alone, t, 1.0)[:, None, None]
+        finite = x > float("-inf")
+        z_max = tl.where(m > float("-inf"), m, 0.0)[:, :, None] / safe_t
+        terms = tl.exp(tl.minimum(tl.where(finite, x, 0.0) / safe_t - z_max, 0.0))
+        tl.store(mass_ptr + out, tl.sum(tl.where(finite, terms, 0.0), axis=2),
+                 mask=written & alone[:, None])
 
 
 def top_p_cutoff(vals: torch.Tensor, keep: torch.Tensor, temperature: torch.Tensor,
@@ -139,12 +158,14 @@ def group_width(vocab: int) -> int:
     return triton.next_power_of_2(triton.cdiv(vocab, GROUPS))
 
 
-def group_maxima(logits: torch.Tensor) -> torch.Tensor:
-    """float32 [B, G]: the max of each group of S columns."""
+def group_maxima(logits, temperature, top_k, top_p) -> tuple[torch.Tensor, torch.Tensor]:
+    """(maxima, masses) float32 [B, G] of ``_group_max`` (masses unwritten in rows without
+    top-p alone)."""
     batch, vocab = logits.shape
     width = group_width(vocab)
     count = triton.cdiv(vocab, width)
-    out = torch.empty((batch, count), dtype=torch.float32, device=logits.device)
+    maxima = torch.empty((batch, count), dtype=torch.float32, device=logits.device)
+    masses = torch.empty_like(maxima)
     warps = 4
     if INTERPRET or logits.device.type != "cuda":
         block_g = min(triton.next_power_of_2(count), max(1, CPU_TILE // width))
@@ -153,9 +174,9 @@ def group_maxima(logits: torch.Tensor) -> torch.Tensor:
         block_r, block_g = 1, max(1, GPU_GROUP_BLOCK // width)
         warps = GPU_GROUP_WARPS
     _group_max[(triton.cdiv(batch, block_r), triton.cdiv(count, block_g))](
-        logits, out, batch, vocab, logits.stride(0), count, BLOCK_R=block_r, BLOCK_G=block_g,
-        S=width, num_warps=warps)
-    return out
+        logits, temperature, top_k, top_p, maxima, masses, batch, vocab, logits.stride(0),
+        count, BLOCK_R=block_r, BLOCK_G=block_g, S=width, num_warps=warps)
+    return maxima, masses
 
 
 def select_rows(batch: int, device: torch.device) -> tuple[int, int]:
@@ -212,15 +233,15 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     logits = logits.contiguous()
     t = temperature.to(torch.float32).contiguous()
     k, p = top_k.to(torch.int64).contiguous(), top_p.to(torch.float32).contiguous()
-    if INTERPRET and batch > INTERPRETER_ROWS:   # the interpreter pays per op: host path
-        ids = torch.empty(batch, dtype=torch.int64, device=logits.device)
-        unresolved = torch.ones(batch, dtype=torch.int8, device=logits.device)
-    else:
-        block_r, warps = select_rows(batch, logits.device)
-        ids, unresolved = select_race(logits, group_maxima(logits), group_width(vocab), t, k, p,
-                                      KMAX, seed, block_r, warps)
-    if bool(unresolved.any()):                   # the one host synchronisation
-        host_rows(logits, ids, unresolved.nonzero()[:, 0], t, k, p, seed)
+    if HOST_PATH_ROWS is not None and batch > HOST_PATH_ROWS:    # one synchronisation
+        ids = logits.new_empty(batch, dtype=torch.int64)
+        host_rows(logits, ids, torch.arange(batch, device=logits.device), t, k, p, seed)
+        return ids
+    block_r, warps = select_rows(batch, logits.device)
+    maxima, masses = group_maxima(logits, t, k, p)
+    ids, unresolved = select_race(logits, maxima, masses, group_width(vocab), t, k, p, KMAX,
+                                  seed, block_r, warps)
+    fallback_race(logits, t, k, p, unresolved, ids, seed, INTERPRET)
     return ids
 
 

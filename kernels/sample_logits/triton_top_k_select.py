@@ -41,6 +41,7 @@ GPU_SMALL, CPU_SMALL = 128, 64  # up to this many candidates: thresholds by rank
 # tile; the interpreter holds many rows a program, so smaller), else by bisection
 TILE = 4096                    # entries of the selected groups read per step
 SCRATCH_BYTES = 1 << 28        # the scratch of one launch (the rows beyond take more launches)
+NUCLEUS_GROUPS = 256           # top-p alone: candidates from the groups of the 256 largest maxima
 
 
 @triton.jit
@@ -89,7 +90,7 @@ def top_p_key(keys, w, bound, lo, hi):
         mid = (lo + hi) >> 1
         below = tl.sum(tl.where(keys > mid.to(tl.int32)[:, None], w, 0.0), axis=1) < bound
         hi = tl.where(below, mid, hi)
-        lo = tl.where(below, lo, mid + 1)
+        lo = tl.where(below | (lo == hi), lo, mid + 1)     # a settled row stays settled
     return lo.to(tl.int32)
 
 
@@ -100,19 +101,23 @@ def value_of(keys, vals, key):
 
 
 @triton.jit
-def top_p_threshold(vals, keys, kth, t, top_p):
-    """c [R]: top-p on the kept set {x >= kth} of the candidates ``vals`` [R, N] (keys
-    ``keys``, ``kth`` a key), in float64 from the float32 quotients x / T: the smallest kept
-    value whose exclusive cumulative mass, in descending order, is below top_p times the
-    set's mass (the largest always kept); x_(k) itself where top_p >= 1."""
+def top_p_threshold(vals, keys, kth, t, top_p, row_mass):
+    """(c [R], reached [R]): top-p on the kept set {x >= kth} of the candidates ``vals``
+    [R, N] (keys ``keys``, ``kth`` a key), in float64 from the float32 quotients x / T: the
+    smallest kept value whose exclusive cumulative mass, in descending order, is below
+    top_p times the set's mass, or ``row_mass`` where that is positive (the whole row's,
+    relative to its largest z: top-p alone), the largest always kept; x_(k) itself where
+    top_p >= 1. reached: the kept candidates' mass reaches the bound (nothing outside them
+    can be kept)."""
     keep = keys >= kth[:, None]
     z = (tl.where(keep, vals, 0.0) / t[:, None]).to(tl.float64)
     top = tl.max(tl.where(keep, z, float("-inf")), axis=1)
     top = tl.where(top > float("-inf"), top, 0.0)        # rows with nothing kept: unused
-    w = tl.where(keep, tl.exp(z - top[:, None]), 0.0)
-    bound = top_p.to(tl.float64) * tl.sum(w, axis=1)
+    w = tl.where(keep, tl.exp(tl.minimum(z - top[:, None], 0.0)), 0.0)
+    mass = tl.sum(w, axis=1)
+    bound = top_p.to(tl.float64) * tl.where(row_mass > 0.0, row_mass, mass)
     key = top_p_key(keys, w, bound, kth, tl.max(keys, axis=1))
-    return value_of(keys, vals, tl.where(top_p >= 1.0, kth, key))
+    return value_of(keys, vals, tl.where(top_p >= 1.0, kth, key)), mass >= bound
 
 
 @triton.jit
@@ -130,27 +135,31 @@ def sorted_by_rank(vals, scratch_ptr, row_ok):
 
 
 @triton.jit
-def sorted_top_p(ranked, k, t, top_p):
-    """c [R]: top-k and top-p on ``ranked`` [R, N] (descending): x_(k), then in float64 from
-    the float32 quotients x / T the smallest kept value whose exclusive cumulative mass is
-    below top_p times the kept set's mass (the first always kept); x_(k) where top_p >= 1."""
+def sorted_top_p(ranked, k, t, top_p, row_mass):
+    """(c [R], reached [R]): top-k and top-p on ``ranked`` [R, N] (descending): x_(k), then
+    in float64 from the float32 quotients x / T the smallest kept value whose exclusive
+    cumulative mass is below top_p times the kept set's mass, or ``row_mass`` where that is
+    positive (as ``top_p_threshold``), the first always kept; x_(k) where top_p >= 1."""
     j = tl.arange(0, ranked.shape[1])[None, :]
     kth = tl.max(tl.where(j == k[:, None] - 1, ranked, float("-inf")), axis=1)
     keep = ranked >= kth[:, None]
     z = (tl.where(keep, ranked, 0.0) / t[:, None]).to(tl.float64)
     top = tl.max(tl.where(j == 0, z, float("-inf")), axis=1)
-    w = tl.where(keep, tl.exp(z - top[:, None]), 0.0)
-    bound = top_p.to(tl.float64) * tl.sum(w, axis=1)
+    top = tl.where(top > float("-inf"), top, 0.0)        # rows with no candidates: unused
+    w = tl.where(keep & (ranked > float("-inf")), tl.exp(tl.minimum(z - top[:, None], 0.0)),
+                 0.0)
+    mass = tl.sum(w, axis=1)
+    bound = top_p.to(tl.float64) * tl.where(row_mass > 0.0, row_mass, mass)
     before = tl.cumsum(w, axis=1) - w
     inside = keep & ((before < bound[:, None]) | (j == 0))
     cutoff = tl.min(tl.where(inside, ranked, float("inf")), axis=1)
-    return tl.where(top_p >= 1.0, kth, cutoff)
+    return tl.where(top_p >= 1.0, kth, cutoff), mass >= bound
 
 
 @triton.jit
-def race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, t, top_p, greedy, seed,
-                    V, N: tl.constexpr, BY_RANK: tl.constexpr):
-    """The winning column of each row's first N candidates (N >= count; scratch rows
+def race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, t, top_p, row_mass, greedy,
+                    seed, V, N: tl.constexpr, BY_RANK: tl.constexpr):
+    """(winning column, reached) of each row's first N candidates (N >= count; scratch rows
     ``slots``): the threshold by rank (BY_RANK: an N x N comparison) or by bisection, then
     the race over the kept ones."""
     c = tl.arange(0, N)[None, :]
@@ -159,20 +168,34 @@ def race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, t, top_p, gre
     cols = tl.load(cols_ptr + slots[:, None] * CMAX + c, mask=have, other=0)
     if BY_RANK:                                # ranked copy in the scratch's second half
         ranked = sorted_by_rank(vals, vals_ptr + slots[:, None] * CMAX + CMAX // 2, ok)
-        cutoff = sorted_top_p(ranked, n, t, top_p)
+        cutoff, reached = sorted_top_p(ranked, n, t, top_p, row_mass)
     else:
         keys = ordered(vals)
-        cutoff = top_p_threshold(vals, keys, nth_largest(keys, n, 0), t, top_p)
+        cutoff, reached = top_p_threshold(vals, keys, nth_largest(keys, n, 0), t, top_p,
+                                          row_mass)
     s = scores(vals, cutoff[:, None], t[:, None], seed, rows[:, None], cols.to(tl.int64), V)
     top = tl.max(vals, axis=1)                 # greedy: the lowest column holding the max
     first = tl.min(tl.where(have & (vals == top[:, None]), cols, V), axis=1)
-    return tl.where(greedy, first, first_max_index(s, cols))
+    return tl.where(greedy, first, first_max_index(s, cols)), reached
+
+
+@triton.jit
+def whole_row_mass(masses_ptrs, maxima, alone, t):
+    """float64 [R]: sum exp(z - top) over the row, from its group masses and maxima (``alone``
+    marks the groups of top-p-alone rows; 0 elsewhere), top = the row's largest z."""
+    z_max = maxima / t[:, None]
+    top = tl.max(tl.where(alone, z_max, float("-inf")), axis=1)
+    top = tl.where(top > float("-inf"), top, 0.0).to(tl.float64)
+    live = alone & (maxima > float("-inf"))
+    mass = tl.load(masses_ptrs, mask=live, other=0.0).to(tl.float64)
+    scale = tl.exp(tl.minimum(tl.where(live, z_max, 0.0).to(tl.float64) - top[:, None], 0.0))
+    return tl.sum(tl.where(live, mass * scale, 0.0), axis=1)
 
 
 @triton.jit(do_not_specialize=["seed"])
-def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_ptr, vals_ptr,
-                 cols_ptr, ids_ptr, unresolved_ptr, seed, row0, B, V, G, stride, kmax,
-                 BLOCK_R: tl.constexpr, GP: tl.constexpr, S: tl.constexpr,
+def _select_race(logits_ptr, maxima_ptr, masses_ptr, temp_ptr, topk_ptr, topp_ptr, groups_ptr,
+                 vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0, B, V, G, stride, kmax,
+                 nucleus_groups, BLOCK_R: tl.constexpr, GP: tl.constexpr, S: tl.constexpr,
                  GB: tl.constexpr, SMALL: tl.constexpr):
     """Programs: BLOCK_R rows each, from batch row ``row0`` on (module docstring); scratch
     row r - row0 for batch row r. Memory traffic: the module's."""
@@ -183,14 +206,19 @@ def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_pt
     slots = slots.to(tl.int64)
     t = tl.load(temp_ptr + rows, mask=ok, other=1.0)
     k = tl.load(topk_ptr + rows, mask=ok, other=0)
+    top_p = tl.load(topp_ptr + rows, mask=ok, other=1.0)
     greedy = t == 0.0
     top_k_row = (t > 0.0) & (k > 0) & (k <= kmax) & (k < V) & (k <= G)
-    active = ok & (greedy | top_k_row)
-    n = tl.where(top_k_row, k, 1)
+    alone = (t > 0.0) & ((k <= 0) | (k >= V)) & (top_p < 1.0)
+    active = ok & (greedy | top_k_row | alone)
+    n = tl.where(top_k_row, k, tl.where(alone, tl.minimum(nucleus_groups, G), 1))
 
     g = tl.arange(0, GP)[None, :]
     maxima = tl.load(maxima_ptr + rows64[:, None] * G + g, mask=active[:, None] & (g < G),
                      other=float("-inf"))
+    safe_t = tl.where(greedy, 1.0, t)
+    row_mass = whole_row_mass(masses_ptr + rows64[:, None] * G + g, maxima,
+                              ok[:, None] & alone[:, None] & (g < G), safe_t)
     tau = value_of(ordered(maxima), maxima, nth_largest(ordered(maxima), n, n // 4 + 1))
     chosen = active[:, None] & (g < G) & (maxima >= tau[:, None])
     tl.store(groups_ptr + slots[:, None] * GP + tl.cumsum(chosen.to(tl.int32), axis=1) - 1, g,
@@ -220,20 +248,20 @@ def _select_race(logits_ptr, maxima_ptr, temp_ptr, topk_ptr, topp_ptr, groups_pt
         count += tl.sum(per_group, axis=1)
     tl.debug_barrier()                         # the candidates, written above, read below
 
-    safe_t = tl.where(greedy, 1.0, t)
-    top_p = tl.load(topp_ptr + rows, mask=ok, other=1.0)
+    n = tl.where(alone, count, n)             # top-p alone: every candidate is kept by top-k
     if tl.max(count) <= SMALL:                 # the usual case: k + a few candidates
-        won = race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, safe_t, top_p,
-                              greedy, seed, V, SMALL, True)
+        won, reached = race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, safe_t,
+                                       top_p, row_mass, greedy, seed, V, SMALL, True)
     else:
-        won = race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, safe_t, top_p,
-                              greedy, seed, V, CMAX, False)
-    resolved = active & (count <= CMAX)
+        won, reached = race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, safe_t,
+                                       top_p, row_mass, greedy, seed, V, CMAX, False)
+    resolved = active & (count <= CMAX) & (count > 0) & (reached | greedy)
     tl.store(ids_ptr + rows, won.to(tl.int64), mask=resolved)
     tl.store(unresolved_ptr + rows, (~resolved).to(tl.int8), mask=ok)
 
 
-def select_race(logits, maxima, width, temperature, top_k, top_p, kmax, seed, block_r, warps):
+def select_race(logits, maxima, masses, width, temperature, top_k, top_p, kmax, seed, block_r,
+                warps):
     """(ids int64 [B], unresolved int8 [B]): the greedy and top-k rows raced on the device;
     ``unresolved`` flags the rest (no top-k, k > ``kmax``, more than CMAX candidates), whose
     ids are left unwritten. A launch takes at most as many rows as SCRATCH_BYTES of scratch
@@ -255,8 +283,9 @@ def select_race(logits, maxima, width, temperature, top_k, top_p, kmax, seed, bl
                               (torch.int32,))
     for row0 in range(0, batch, per_launch):
         _select_race[(triton.cdiv(min(per_launch, batch - row0), block_r),)](
-            logits, maxima, temperature, top_k, top_p, groups, vals, cols, ids, unresolved,
-            seed, row0, batch, vocab, count, logits.stride(0), kmax, BLOCK_R=block_r, GP=gp,
+            logits, maxima, masses, temperature, top_k, top_p, groups, vals, cols, ids,
+            unresolved, seed, row0, batch, vocab, count, logits.stride(0), kmax, NUCLEUS_GROUPS,
+            BLOCK_R=block_r, GP=gp,
             S=width, GB=gb, SMALL=small, num_warps=warps)
     return ids, unresolved
 

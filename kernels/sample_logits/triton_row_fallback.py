@@ -1,0 +1,243 @@
+"""The rows ``_select_race`` leaves unresolved, on the device, with no host synchronisation.
+
+Those rows are: no filter, top-p alone whose set the candidates do not hold, k > KMAX, and
+more candidates than the scratch holds. Their flags stay on the device: the kernel is
+launched over every row (a static grid, capturable in a CUDA graph), and a program whose
+rows are all resolved returns after reading their flags.
+
+A flagged row, in each of its programs (row block, split of the columns):
+
+1. x_(k), when 0 < k < V: the k-th largest order-preserving int32 key, by bisection on the
+   key over [key(-inf), key(+inf)] with [lo, hi] holding it and #{key >= lo} >= k
+   throughout; each halving is a count over the whole row (32 passes);
+2. top-p on {x >= x_(k)}, when top_p < 1: with z = x / T (float32 quotients, then float64),
+   top = the row's largest z and W = sum exp(z - top) over the kept set, c = the smallest
+   key >= x_(k) whose strictly greater mass is below top_p W, by bisection (each halving a
+   mass over the row, at most 32 passes): the kept prefix in descending order whose
+   exclusive cumulative mass is below top_p W, the largest always kept, ties with c kept;
+3. the race over {x >= c} on the split's columns with the noise of (row, column)
+   (race_noise.py), the noise of the candidates' race: the same kept set draws the same
+   winner either way. A greedy row takes its first maximal column instead. With S splits
+   each program writes its (score, column) partial and takes a ticket; the row block's last
+   program merges the S partials, the earliest split winning ties.
+
+Memory traffic: unflagged rows, one int8 flag read. A flagged row: read once per pass (the
+race, and up to 66 more passes when it has a top-k and a top-p, each from L2 for rows of a
+few MB), 12 B per split partial, one id written. Slow, but the engine's usual rows
+(greedy, top-k <= KMAX with or without top-p, top-p alone with a typical head) never come
+here.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.sample_logits.race_noise import scores
+from kernels.sample_logits.triton_top_k_select import ordered
+from kernels.split_scratch import multiprocessors, split_scratch
+
+KEY_NEG_INF = tl.constexpr(-2139095041)   # ordered(-inf)
+KEY_POS_INF = tl.constexpr(2139095040)    # ordered(+inf)
+WAYS = tl.constexpr(8)                    # probes per search pass
+
+
+@triton.jit
+def row_tile(logits_ptr, rows64, ok, stride, V, start, BLOCK: tl.constexpr):
+    """(x float32 [R, BLOCK], cols, inside) of the columns start ... start + BLOCK - 1."""
+    cols = start + tl.arange(0, BLOCK)[None, :]
+    inside = ok[:, None] & (cols < V)
+    x = tl.load(logits_ptr + rows64[:, None] * stride + cols, mask=inside,
+                other=float("-inf")).to(tl.float32)
+    return x, cols, inside
+
+
+@triton.jit
+def probes(lo, hi, FIRST: tl.constexpr):
+    """[R, WAYS] keys lo + (j + FIRST) d, j = 0 .. WAYS - 1, d = (hi - lo) // (WAYS + 1) + 1,
+    capped at hi: a pass evaluates all of them, so it narrows [lo, hi] to at most d keys."""
+    j = tl.arange(0, WAYS)[None, :]
+    d = (hi - lo) // (WAYS + 1) + 1
+    return tl.minimum(lo[:, None] + (j + FIRST) * d[:, None], hi[:, None])
+
+
+@triton.jit
+def pick(values, index):
+    """values[r, index[r]] of [R, WAYS] ``values`` (index in [0, WAYS))."""
+    j = tl.arange(0, WAYS)[None, :]
+    return tl.sum(tl.where(j == index[:, None], values, 0), axis=1)
+
+
+@triton.jit
+def kth_key(logits_ptr, rows64, ok, stride, V, n, SEARCH: tl.constexpr):
+    """The n-th largest key of each row (1 <= n <= V), by a WAYS-way search (step 1): the
+    largest probe that n keys reach is the new lo, the next probe less one the new hi."""
+    lo = tl.zeros(n.shape, tl.int64) + KEY_NEG_INF
+    hi = tl.zeros(n.shape, tl.int64) + KEY_POS_INF
+    while tl.max(hi - lo) > 0:                 # 2^32 keys: at most 11 passes at 8 ways
+        probe = probes(lo, hi, 1)
+        count = tl.zeros([n.shape[0], WAYS], tl.int32)
+        for start in range(0, V, SEARCH):
+            x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
+            reach = inside[:, None, :] & (ordered(x)[:, None, :] >= probe.to(tl.int32)[:, :, None])
+            count += tl.sum(reach.to(tl.int32), axis=2)
+        m = tl.sum((count >= n[:, None]).to(tl.int32), axis=1)     # probes 0 .. m - 1 reach n
+        open_ = lo < hi
+        lo_next = tl.where(m > 0, pick(probe, m - 1), lo)
+        hi_next = tl.where(m < WAYS, pick(probe, m) - 1, hi)
+        lo = tl.where(open_, lo_next, lo)
+        hi = tl.where(open_, hi_next, hi)
+    return lo.to(tl.int32)
+
+
+@triton.jit
+def kept_weights(x, inside, kth, t, top):
+    """float64 exp(z - top) of the kept entries (key >= kth, finite), 0 elsewhere."""
+    kept = inside & (ordered(x) >= kth[:, None]) & (x > float("-inf"))
+    z = (tl.where(kept, x, 0.0) / t[:, None]).to(tl.float64)
+    return tl.where(kept, tl.exp(tl.minimum(z - top[:, None], 0.0)), 0.0)
+
+
+@triton.jit
+def top_p_key(logits_ptr, rows64, ok, stride, V, kth, t, top_p, BLOCK: tl.constexpr,
+              SEARCH: tl.constexpr):
+    """c's key (step 2): the smallest key T >= kth with mass(key > T) < top_p W, by a
+    WAYS-way search on [kth, the row's largest key] (the first probe whose mass is below
+    the bound is the new hi, the probe before it plus one the new lo)."""
+    top = tl.full(kth.shape, float("-inf"), tl.float32)
+    for start in range(0, V, BLOCK):
+        x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, BLOCK)
+        top = tl.maximum(top, tl.max(tl.where(inside, x, float("-inf")), axis=1))
+    z_top = tl.where(top > float("-inf"), top / t, 0.0).to(tl.float64)
+    mass = tl.zeros(kth.shape, tl.float64)
+    for start in range(0, V, BLOCK):
+        x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, BLOCK)
+        mass += tl.sum(kept_weights(x, inside, kth, t, z_top), axis=1)
+    bound = top_p.to(tl.float64) * mass
+    lo = kth.to(tl.int64)
+    hi = ordered(top).to(tl.int64)
+    hi = tl.maximum(hi, lo)
+    while tl.max(hi - lo) > 0:                 # at most 11 passes at 8 ways
+        probe = probes(lo, hi, 0)
+        above = tl.zeros([kth.shape[0], WAYS], tl.float64)
+        for start in range(0, V, SEARCH):
+            x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
+            w = kept_weights(x, inside, kth, t, z_top)
+            over = ordered(x)[:, None, :] > probe.to(tl.int32)[:, :, None]
+            above += tl.sum(tl.where(over, w[:, None, :], 0.0), axis=2)
+        f = WAYS - tl.sum((above < bound[:, None]).to(tl.int32), axis=1)   # first probe below
+        open_ = lo < hi
+        hi_next = tl.where(f < WAYS, pick(probe, f), hi)
+        lo_next = tl.where(f > 0, tl.minimum(pick(probe, f - 1) + 1, hi), lo)
+        lo = tl.where(open_, lo_next, lo)
+        hi = tl.where(open_, hi_next, hi)
+    return lo.to(tl.int32)
+
+
+@triton.jit
+def value_of_key(key):
+    """The float32 value whose order-preserving key is ``key`` (``ordered``'s inverse)."""
+    bits = tl.where(key >= 0, key, key ^ 0x7FFFFFFF)
+    return bits.to(tl.float32, bitcast=True)
+
+
+@triton.jit(do_not_specialize=["seed"])
+def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids_ptr, best_ptr,
+                   part_ptr, tickets_ptr, seed, B, V, stride, per_split, splits,
+                   BLOCK_R: tl.constexpr, BLOCK: tl.constexpr, SEARCH: tl.constexpr,
+                   SPLIT: tl.constexpr):
+    """Programs (row block, split): steps 1-3 of the module docstring for the flagged rows.
+    Memory traffic: the module's."""
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    ok = rows < B
+    flagged = ok & (tl.load(unresolved_ptr + rows, mask=ok, other=0) != 0)
+    if tl.max(flagged.to(tl.int32)) > 0:
+        rows64 = rows.to(tl.int64)
+        t = tl.load(temp_ptr + rows, mask=flagged, other=1.0)
+        k = tl.load(topk_ptr + rows, mask=flagged, other=0)
+        top_p = tl.load(topp_ptr + rows, mask=flagged, other=1.0)
+        greedy = t == 0.0
+        safe_t = tl.where(greedy, 1.0, t)
+        top_k = flagged & ~greedy & (k > 0) & (k < V)
+        if tl.max(top_k.to(tl.int32)) > 0:
+            kth = kth_key(logits_ptr, rows64, top_k, stride, V, k, SEARCH)
+        else:
+            kth = tl.zeros([BLOCK_R], tl.int32) + KEY_NEG_INF
+        kth = tl.where(top_k, kth, KEY_NEG_INF)
+        nucleus = flagged & ~greedy & (top_p < 1.0)
+        if tl.max(nucleus.to(tl.int32)) > 0:
+            key = top_p_key(logits_ptr, rows64, nucleus, stride, V, kth, safe_t, top_p, BLOCK,
+                            SEARCH)
+            key = tl.where(nucleus, key, kth)
+        else:
+            key = kth
+        cutoff = value_of_key(key)[:, None]
+
+        first = tl.program_id(1) * per_split
+        best = tl.full([BLOCK_R], float("-inf"), tl.float32)
+        best_col = tl.zeros([BLOCK_R], tl.int64) + first
+        for start in range(first, tl.minimum(first + per_split, V), BLOCK):
+            x, cols, inside = row_tile(logits_ptr, rows64, flagged, stride, V, start, BLOCK)
+            s = scores(x, cutoff, safe_t[:, None], seed, rows64[:, None], cols, V)
+            s = tl.where(greedy[:, None] & inside, x, s)
+            top, arg = tl.max(s, axis=1, return_indices=True, return_indices_tie_break_left=True)
+            better = top > best
+            best = tl.where(better, top, best)
+            best_col = tl.where(better, arg.to(tl.int64) + start, best_col)
+        if SPLIT:
+            out = tl.program_id(1) * B + rows
+            tl.store(best_ptr + out, best, mask=flagged)
+            tl.store(part_ptr + out, best_col, mask=flagged)
+            tl.debug_barrier()                             # all threads' stores, then release
+            ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)     # acq_rel, gpu scope
+            if ticket == splits - 1:                       # the last of the row block's S
+                tl.atomic_xchg(tickets_ptr + tl.program_id(0), 0)     # ready for the next call
+                merged = tl.full([BLOCK_R], float("-inf"), tl.float32)
+                won = tl.zeros([BLOCK_R], tl.int64)
+                for split in range(splits):
+                    score = tl.load(best_ptr + split * B + rows, mask=flagged,
+                                    other=float("-inf"))
+                    col = tl.load(part_ptr + split * B + rows, mask=flagged, other=0)
+                    better = (score > merged) | (split == 0)
+                    merged = tl.where(better, score, merged)
+                    won = tl.where(better, col, won)
+                tl.store(ids_ptr + rows, won, mask=flagged)
+        else:
+            tl.store(ids_ptr + rows, best_col, mask=flagged)
+
+
+GPU_BLOCK, GPU_SEARCH, GPU_WARPS = 2048, 512, 4   # race tile, search tile ([WAYS, 512])
+GPU_PROGRAMS_PER_SM = 4          # the columns split until the grid has this many per SM
+CPU_TILE = 2**16                 # entries a program holds in the interpreter
+
+
+def fallback_launch(batch: int, vocab: int, device: torch.device, interpret: bool):
+    """(BLOCK_R, BLOCK, SEARCH, splits, warps): in the interpreter (which pays per program)
+    CPU_TILE entries a program and no split; on a GPU one row a program, the columns split
+    until there are GPU_PROGRAMS_PER_SM programs per SM. Each split repeats its row's
+    searches: no-filter rows, the common engine case, gain (their race is split), rows
+    with searches pay them once per split."""
+    if interpret or device.type != "cuda":
+        block = min(4096, triton.next_power_of_2(vocab))
+        rows = max(1, min(triton.next_power_of_2(batch), CPU_TILE // block))
+        return rows, block, block, 1, 4
+    wanted = GPU_PROGRAMS_PER_SM * multiprocessors(device) // batch
+    splits = max(1, min(triton.cdiv(vocab, GPU_BLOCK), wanted))
+    return 1, GPU_BLOCK, GPU_SEARCH, splits, GPU_WARPS
+
+
+def fallback_race(logits, temperature, top_k, top_p, unresolved, ids, seed, interpret) -> None:
+    """Write the ids of the rows ``unresolved`` (int8 [B]) flags into ``ids`` (int64 [B]):
+    one launch over every row, whatever the flags say (no synchronisation)."""
+    batch, vocab = logits.shape
+    device = logits.device
+    block_r, block, search, splits, warps = fallback_launch(batch, vocab, device, interpret)
+    per_split = triton.cdiv(triton.cdiv(vocab, splits), block) * block
+    splits = triton.cdiv(vocab, per_split)
+    row_blocks = triton.cdiv(batch, block_r)
+    tickets, best, part = split_scratch(
+        "triton-sample-logits-fallback", device, row_blocks, splits * batch,
+        (torch.float32, torch.int64)) if splits > 1 else (ids, ids, ids)
+    _fallback_race[(row_blocks, splits)](
+        logits, temperature, top_k, top_p, unresolved, ids, best, part, tickets, seed, batch,
+        vocab, logits.stride(0), per_split, splits, BLOCK_R=block_r, BLOCK=block,
+        SEARCH=search, SPLIT=splits > 1, num_warps=warps)
