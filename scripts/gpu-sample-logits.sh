@@ -5,8 +5,9 @@
 #           256 x 151936) and the host cost of one call;
 #   part 2: `check sample-logits --kernel triton-sample-logits` at the standard budget, then
 #           the three-path fuzz (Triton compiles each new shape, so few examples).
-#   part 3: the tests of part 1, then the check of part 2.
-# Usage: scripts/gpu-sample-logits.sh 1|2|3 [OUTDIR]   (default OUTDIR: $OUT or reports/gpu)
+#   part 3: the tests of part 1, then the check of part 2;
+#   part 4: the tests, the fuzz and both benchmarks.
+# Usage: scripts/gpu-sample-logits.sh 1|2|3|4 [OUTDIR]   (default OUTDIR: $OUT or reports/gpu)
 set -u
 part=${1:?usage: scripts/gpu-sample-logits.sh 1|2 [OUTDIR]}
 out=${2:-${OUT:-reports/gpu}}/sample-logits-$part
@@ -34,8 +35,16 @@ elif [ "$part" = 2 ]; then
   step check 400 python3 -m harness.cli check sample-logits --kernel triton-sample-logits \
     --device cuda --budget standard --report-dir "$out/check"
   step fuzz 150 python3 scripts/fuzz_sample_logits.py --examples 25 --seed 1
-else                                 # part 3: tests, then the check, in one call
+elif [ "$part" = 3 ]; then            # tests, then the check, in one call
   step tests 240 python3 -m pytest -q tests/test_sample_logits_kernels.py --durations 8
   step check 330 python3 -m harness.cli check sample-logits --kernel triton-sample-logits \
     --device cuda --budget standard --report-dir "$out/check"
+else                                  # part 4: the tests, the fuzz, and both benchmarks
+  step tests 200 python3 -m pytest -q tests/test_sample_logits_kernels.py
+  step fuzz 150 python3 scripts/fuzz_sample_logits.py --examples 25 --seed 1
+  step bench 70 python3 -m harness.cli bench sample-logits --device cuda \
+    --report-dir "$out/bench"
+  step bench-graph 120 python3 -m harness.cli bench sample-logits --device cuda --cuda-graph \
+    --shape 256x151936 --shape 256x151936:top-p --shape 256x151936:plain \
+    --shape 256x151936:greedy --shape 32x128256 --shape 1x32000 --report-dir "$out/bench-graph"
 fi

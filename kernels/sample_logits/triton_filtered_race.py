@@ -47,7 +47,7 @@ GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM = 2048, 4, 4
 GPU_GROUP_BLOCK, GPU_GROUP_WARPS = 8192, 4        # _group_max: columns and warps a program
 GPU_SELECT_WARPS = 4                               # _select_race
 HOST_CHUNK_BYTES = 1 << 30       # the host path's float32 copies, at most this much at a time
-HOST_PATH_ROWS = 1024 if INTERPRET else None   # batches over this many rows take the host
+HOST_PATH_ROWS = 256 if INTERPRET else None   # batches over this many rows take the host
 # path: in the interpreter the statistical checks' batches (its per-op cost would make them
 # last an hour), the unit tests' stay on the device path; None: never (a GPU)
 NEG_INF = float("-inf")

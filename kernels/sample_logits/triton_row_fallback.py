@@ -140,72 +140,94 @@ def value_of_key(key):
     return bits.to(tl.float32, bitcast=True)
 
 
+@triton.jit
+def race_columns(logits_ptr, rows64, flagged, stride, V, cutoff, t, greedy, seed, first, last,
+                 BLOCK: tl.constexpr):
+    """(best score, its column) over columns [first, last): the race over {x >= c}, or the
+    first maximal x in greedy rows (the lowest column on ties)."""
+    best = tl.full(cutoff.shape, float("-inf"), tl.float32)
+    best_col = tl.zeros(cutoff.shape, tl.int64) + first
+    for start in range(first, last, BLOCK):
+        x, cols, inside = row_tile(logits_ptr, rows64, flagged, stride, V, start, BLOCK)
+        s = scores(x, cutoff[:, None], t[:, None], seed, rows64[:, None], cols, V)
+        s = tl.where(greedy[:, None] & inside, x, s)
+        top, arg = tl.max(s, axis=1, return_indices=True, return_indices_tie_break_left=True)
+        better = top > best
+        best = tl.where(better, top, best)
+        best_col = tl.where(better, arg.to(tl.int64) + start, best_col)
+    return best, best_col
+
+
+@triton.jit
+def merge_splits(best_ptr, part_ptr, ids_ptr, rows, flagged, B, splits):
+    """The row's id from its S partials: the best score, the earliest split on ties."""
+    merged = tl.full(rows.shape, float("-inf"), tl.float32)
+    won = tl.zeros(rows.shape, tl.int64)
+    for split in range(splits):
+        score = tl.load(best_ptr + split * B + rows, mask=flagged, other=float("-inf"))
+        col = tl.load(part_ptr + split * B + rows, mask=flagged, other=0)
+        better = (score > merged) | (split == 0)
+        merged = tl.where(better, score, merged)
+        won = tl.where(better, col, won)
+    tl.store(ids_ptr + rows, won, mask=flagged)
+
+
 @triton.jit(do_not_specialize=["seed"])
 def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids_ptr, best_ptr,
                    part_ptr, tickets_ptr, seed, B, V, stride, per_split, splits,
                    BLOCK_R: tl.constexpr, BLOCK: tl.constexpr, SEARCH: tl.constexpr,
                    SPLIT: tl.constexpr):
     """Programs (row block, split): steps 1-3 of the module docstring for the flagged rows.
+    A row block with a search (top-k or top-p) is searched and raced whole by its split 0
+    (its other splits return at once: S copies of the search would cost S times as much);
+    a block without one (no filter, greedy) races its columns split.
     Memory traffic: the module's."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    split = tl.program_id(1)
     ok = rows < B
     flagged = ok & (tl.load(unresolved_ptr + rows, mask=ok, other=0) != 0)
-    if tl.max(flagged.to(tl.int32)) > 0:
+    t = tl.load(temp_ptr + rows, mask=flagged, other=1.0)
+    k = tl.load(topk_ptr + rows, mask=flagged, other=0)
+    top_p = tl.load(topp_ptr + rows, mask=flagged, other=1.0)
+    greedy = t == 0.0
+    safe_t = tl.where(greedy, 1.0, t)
+    top_k = flagged & ~greedy & (k > 0) & (k < V)
+    nucleus = flagged & ~greedy & (top_p < 1.0)
+    searched = tl.max((top_k | nucleus).to(tl.int32))
+    if (tl.max(flagged.to(tl.int32)) > 0) & ((split == 0) | (searched == 0)):
         rows64 = rows.to(tl.int64)
-        t = tl.load(temp_ptr + rows, mask=flagged, other=1.0)
-        k = tl.load(topk_ptr + rows, mask=flagged, other=0)
-        top_p = tl.load(topp_ptr + rows, mask=flagged, other=1.0)
-        greedy = t == 0.0
-        safe_t = tl.where(greedy, 1.0, t)
-        top_k = flagged & ~greedy & (k > 0) & (k < V)
+        kth = tl.zeros([BLOCK_R], tl.int32) + KEY_NEG_INF
         if tl.max(top_k.to(tl.int32)) > 0:
-            kth = kth_key(logits_ptr, rows64, top_k, stride, V, k, SEARCH)
-        else:
-            kth = tl.zeros([BLOCK_R], tl.int32) + KEY_NEG_INF
-        kth = tl.where(top_k, kth, KEY_NEG_INF)
-        nucleus = flagged & ~greedy & (top_p < 1.0)
+            kth = tl.where(top_k, kth_key(logits_ptr, rows64, top_k, stride, V, k, SEARCH), kth)
+        key = kth
         if tl.max(nucleus.to(tl.int32)) > 0:
-            key = top_p_key(logits_ptr, rows64, nucleus, stride, V, kth, safe_t, top_p, BLOCK,
-                            SEARCH)
-            key = tl.where(nucleus, key, kth)
-        else:
-            key = kth
-        cutoff = value_of_key(key)[:, None]
-
-        first = tl.program_id(1) * per_split
-        best = tl.full([BLOCK_R], float("-inf"), tl.float32)
-        best_col = tl.zeros([BLOCK_R], tl.int64) + first
-        for start in range(first, tl.minimum(first + per_split, V), BLOCK):
-            x, cols, inside = row_tile(logits_ptr, rows64, flagged, stride, V, start, BLOCK)
-            s = scores(x, cutoff, safe_t[:, None], seed, rows64[:, None], cols, V)
-            s = tl.where(greedy[:, None] & inside, x, s)
-            top, arg = tl.max(s, axis=1, return_indices=True, return_indices_tie_break_left=True)
-            better = top > best
-            best = tl.where(better, top, best)
-            best_col = tl.where(better, arg.to(tl.int64) + start, best_col)
-        if SPLIT:
-            out = tl.program_id(1) * B + rows
+            key = tl.where(nucleus, top_p_key(logits_ptr, rows64, nucleus, stride, V, kth, safe_t,
+                                              top_p, BLOCK, SEARCH), kth)
+        cutoff = value_of_key(key)
+        if searched > 0:
+            _, won = race_columns(logits_ptr, rows64, flagged, stride, V, cutoff, safe_t, greedy,
+                                  seed, 0, V, BLOCK)
+            tl.store(ids_ptr + rows, won, mask=flagged)
+        elif SPLIT:
+            first = split * per_split
+            best, best_col = race_columns(logits_ptr, rows64, flagged, stride, V, cutoff, safe_t,
+                                          greedy, seed, first, tl.minimum(first + per_split, V),
+                                          BLOCK)
+            out = split * B + rows
             tl.store(best_ptr + out, best, mask=flagged)
             tl.store(part_ptr + out, best_col, mask=flagged)
             tl.debug_barrier()                             # all threads' stores, then release
             ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)     # acq_rel, gpu scope
             if ticket == splits - 1:                       # the last of the row block's S
                 tl.atomic_xchg(tickets_ptr + tl.program_id(0), 0)     # ready for the next call
-                merged = tl.full([BLOCK_R], float("-inf"), tl.float32)
-                won = tl.zeros([BLOCK_R], tl.int64)
-                for split in range(splits):
-                    score = tl.load(best_ptr + split * B + rows, mask=flagged,
-                                    other=float("-inf"))
-                    col = tl.load(part_ptr + split * B + rows, mask=flagged, other=0)
-                    better = (score > merged) | (split == 0)
-                    merged = tl.where(better, score, merged)
-                    won = tl.where(better, col, won)
-                tl.store(ids_ptr + rows, won, mask=flagged)
+                merge_splits(best_ptr, part_ptr, ids_ptr, rows, flagged, B, splits)
         else:
-            tl.store(ids_ptr + rows, best_col, mask=flagged)
+            _, won = race_columns(logits_ptr, rows64, flagged, stride, V, cutoff, safe_t, greedy,
+                                  seed, 0, V, BLOCK)
+            tl.store(ids_ptr + rows, won, mask=flagged)
 
 
-GPU_BLOCK, GPU_SEARCH, GPU_WARPS = 2048, 512, 4   # race tile, search tile ([WAYS, 512])
+GPU_BLOCK, GPU_SEARCH, GPU_WARPS = 2048, 1024, 8  # race tile, search tile ([WAYS, 1024])
 GPU_PROGRAMS_PER_SM = 4          # the columns split until the grid has this many per SM
 CPU_TILE = 2**16                 # entries a program holds in the interpreter
 
@@ -213,9 +235,8 @@ CPU_TILE = 2**16                 # entries a program holds in the interpreter
 def fallback_launch(batch: int, vocab: int, device: torch.device, interpret: bool):
     """(BLOCK_R, BLOCK, SEARCH, splits, warps): in the interpreter (which pays per program)
     CPU_TILE entries a program and no split; on a GPU one row a program, the columns split
-    until there are GPU_PROGRAMS_PER_SM programs per SM. Each split repeats its row's
-    searches: no-filter rows, the common engine case, gain (their race is split), rows
-    with searches pay them once per split."""
+    until there are GPU_PROGRAMS_PER_SM programs per SM (rows with a search are not
+    split: ``_fallback_race``)."""
     if interpret or device.type != "cuda":
         block = min(4096, triton.next_power_of_2(vocab))
         rows = max(1, min(triton.next_power_of_2(batch), CPU_TILE // block))
