@@ -227,7 +227,7 @@ def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids
             tl.store(ids_ptr + rows, won, mask=flagged)
 
 
-GPU_BLOCK, GPU_SEARCH, GPU_WARPS = 2048, 1024, 8  # race tile, search tile ([WAYS, 1024])
+GPU_BLOCK, GPU_SEARCH, GPU_WARPS = 2048, 2048, 8  # race tile, search tile ([WAYS, 2048])
 GPU_PROGRAMS_PER_SM = 4          # the columns split until the grid has this many per SM
 CPU_TILE = 2**16                 # entries a program holds in the interpreter
 
