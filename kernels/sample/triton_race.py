@@ -143,17 +143,34 @@ def race_chunk(seed, rows, winner, n_chunks, p0, p1, p2, p3, BLOCK: tl.constexpr
 
 @triton.jit
 def merge_splits(best_ptr, part_ptr, ids_ptr, rows, row_ok, B, splits):
-    """Each row's winner over its S splits: the highest level-1 score (the earliest split
-    on a tie); its split's level-2 token is the row's id."""
-    top = tl.full(rows.shape, -3.0, tl.float32)
-    token = tl.zeros(rows.shape, tl.int64)
-    for split in range(splits):
-        score = tl.load(best_ptr + split * B + rows, mask=row_ok, other=-3.0)
+    """Each row's winner over its S splits: split 0's partial, replaced by each later split
+    whose score is strictly higher (the earliest split wins ties); the winning split's
+    token is the row's id."""
+    top = tl.load(best_ptr + rows, mask=row_ok, other=0.0)
+    token = tl.load(part_ptr + rows, mask=row_ok, other=0)
+    for split in range(1, splits):
+        score = tl.load(best_ptr + split * B + rows, mask=row_ok, other=0.0)
         better = score > top
         top = tl.where(better, score, top)
         token = tl.where(better, tl.load(part_ptr + split * B + rows, mask=row_ok, other=0),
                          token)
     tl.store(ids_ptr + rows, token, mask=row_ok)
+
+
+@triton.jit
+def publish_split(best_ptr, part_ptr, ids_ptr, tickets_ptr, rows, row_ok, best, token, B,
+                  splits):
+    """Store this program's (score, token) partial for its split, take its row block's
+    ticket; the last of the S programs resets the ticket for the next call and merges the
+    partials (``merge_splits``). One launch, capturable in a CUDA graph."""
+    out = tl.program_id(1) * B + rows
+    tl.store(part_ptr + out, token, mask=row_ok)
+    tl.store(best_ptr + out, best, mask=row_ok)
+    tl.debug_barrier()                                     # all threads' stores, then release
+    ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)         # acq_rel, gpu scope
+    if ticket == splits - 1:                               # the last of the row block's S
+        tl.atomic_xchg(tickets_ptr + tl.program_id(0), 0)             # ready for the next call
+        merge_splits(best_ptr, part_ptr, ids_ptr, rows, row_ok, B, splits)
 
 
 @triton.jit(do_not_specialize=["seed"])
@@ -201,14 +218,8 @@ def _race_kernel(probs_ptr, ids_ptr, best_ptr, part_ptr, tickets_ptr, seed, B, V
     p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q)
     token = race_chunk(seed, rows, winner, n_chunks, p0, p1, p2, p3, BLOCK_R, Q)
     if SPLIT:
-        out = tl.program_id(1) * B + rows
-        tl.store(part_ptr + out, token, mask=row_ok)
-        tl.store(best_ptr + out, best, mask=row_ok)
-        tl.debug_barrier()                                 # all threads' stores, then release
-        ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)     # acq_rel, gpu scope
-        if ticket == splits - 1:                           # the last of the row block's S
-            tl.atomic_xchg(tickets_ptr + tl.program_id(0), 0)         # ready for the next call
-            merge_splits(best_ptr, part_ptr, ids_ptr, rows, row_ok, B, splits)
+        publish_split(best_ptr, part_ptr, ids_ptr, tickets_ptr, rows, row_ok, best, token, B,
+                      splits)
     else:
         tl.store(ids_ptr + rows, token, mask=row_ok)
 

@@ -32,6 +32,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.sample.triton_race import publish_split
 from kernels.sample_logits.race_noise import scores
 from kernels.sample_logits.triton_top_k_select import ordered
 from kernels.split_scratch import multiprocessors, split_scratch
@@ -158,20 +159,6 @@ def race_columns(logits_ptr, rows64, flagged, stride, V, cutoff, t, greedy, seed
     return best, best_col
 
 
-@triton.jit
-def merge_splits(best_ptr, part_ptr, ids_ptr, rows, flagged, B, splits):
-    """The row's id from its S partials: the best score, the earliest split on ties."""
-    merged = tl.full(rows.shape, float("-inf"), tl.float32)
-    won = tl.zeros(rows.shape, tl.int64)
-    for split in range(splits):
-        score = tl.load(best_ptr + split * B + rows, mask=flagged, other=float("-inf"))
-        col = tl.load(part_ptr + split * B + rows, mask=flagged, other=0)
-        better = (score > merged) | (split == 0)
-        merged = tl.where(better, score, merged)
-        won = tl.where(better, col, won)
-    tl.store(ids_ptr + rows, won, mask=flagged)
-
-
 @triton.jit(do_not_specialize=["seed"])
 def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids_ptr, best_ptr,
                    part_ptr, tickets_ptr, seed, B, V, stride, per_split, splits,
@@ -213,14 +200,8 @@ def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids
             best, best_col = race_columns(logits_ptr, rows64, flagged, stride, V, cutoff, safe_t,
                                           greedy, seed, first, tl.minimum(first + per_split, V),
                                           BLOCK)
-            out = split * B + rows
-            tl.store(best_ptr + out, best, mask=flagged)
-            tl.store(part_ptr + out, best_col, mask=flagged)
-            tl.debug_barrier()                             # all threads' stores, then release
-            ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)     # acq_rel, gpu scope
-            if ticket == splits - 1:                       # the last of the row block's S
-                tl.atomic_xchg(tickets_ptr + tl.program_id(0), 0)     # ready for the next call
-                merge_splits(best_ptr, part_ptr, ids_ptr, rows, flagged, B, splits)
+            publish_split(best_ptr, part_ptr, ids_ptr, tickets_ptr, rows, flagged, best,
+                          best_col, B, splits)
         else:
             _, won = race_columns(logits_ptr, rows64, flagged, stride, V, cutoff, safe_t, greedy,
                                   seed, 0, V, BLOCK)
