@@ -5,27 +5,29 @@ more candidates than the scratch holds. Their flags stay on the device: the kern
 launched over every row (a static grid, capturable in a CUDA graph), and a program whose
 rows are all resolved returns after reading their flags.
 
-A flagged row, in each of its programs (row block, split of the columns):
+A flagged row (one program when it has a search; split over S programs when it has none):
 
-1. x_(k), when 0 < k < V: the k-th largest order-preserving int32 key, by bisection on the
-   key over [key(-inf), key(+inf)] with [lo, hi] holding it and #{key >= lo} >= k
-   throughout; each halving is a count over the whole row (32 passes);
+1. x_(k), when 0 < k < V: the k-th largest order-preserving int32 key, by a WAYS-way search
+   over [key(-inf), key(+inf)] with [lo, hi] holding it and #{key >= lo} >= k throughout:
+   each pass counts the keys >= each of WAYS probes over the whole row and narrows the range
+   about WAYS + 1 times (at most 11 passes for 2^32 keys at 8 ways; a bisection takes 32);
 2. top-p on {x >= x_(k)}, when top_p < 1: with z = x / T (float32 quotients, then float64),
-   top = the row's largest z and W = sum exp(z - top) over the kept set, c = the smallest
-   key >= x_(k) whose strictly greater mass is below top_p W, by bisection (each halving a
-   mass over the row, at most 32 passes): the kept prefix in descending order whose
-   exclusive cumulative mass is below top_p W, the largest always kept, ties with c kept;
-3. the race over {x >= c} on the split's columns with the noise of (row, column)
-   (race_noise.py), the noise of the candidates' race: the same kept set draws the same
-   winner either way. A greedy row takes its first maximal column instead. With S splits
-   each program writes its (score, column) partial and takes a ticket; the row block's last
-   program merges the S partials, the earliest split winning ties.
+   top = the row's largest z and W = sum exp(z - top) over the kept set (two passes), c =
+   the smallest key >= x_(k) whose strictly greater mass is below top_p W, by the same
+   search (each pass a float64 mass above each probe): the kept prefix in descending order
+   whose exclusive cumulative mass is below top_p W, the largest always kept, ties with c
+   kept;
+3. the race over {x >= c} with the noise of (row, column) (race_noise.py), the noise of the
+   candidates' race: the same kept set draws the same winner either way. A greedy row takes
+   its first maximal column instead. A row without a search races its columns split: each
+   program writes its (score, column) partial and takes a ticket, and the row block's last
+   program merges the S partials, the earliest split winning ties (``publish_split``).
 
 Memory traffic: unflagged rows, one int8 flag read. A flagged row: read once per pass (the
-race, and up to 66 more passes when it has a top-k and a top-p, each from L2 for rows of a
-few MB), 12 B per split partial, one id written. Slow, but the engine's usual rows
-(greedy, top-k <= KMAX with or without top-p, top-p alone with a typical head) never come
-here.
+race, and up to 11 + 13 more passes when it has a top-k and a top-p, each from L2 for rows
+of a few MB), 12 B per split partial, one id written. Slow (4 ms for 256 rows of 151936
+with 17,000-token top-p sets on an H100), but the engine's usual rows (greedy, top-k <=
+KMAX with or without top-p, top-p alone with a peaked head) never come here.
 """
 
 import torch

@@ -1,4 +1,5 @@
-"""The top-k rows of triton-sample-logits in one launch: select, top-p, race, on the device.
+"""The top-k, greedy and top-p-alone rows of triton-sample-logits in one launch: select,
+top-p, race, on the device.
 
 Given the max of every group of S columns (``_group_max``, one read of the row), a row with
 0 < k <= KMAX keeps the set {x >= x_(k)}, x_(k) its k-th largest entry. Let tau be at most
@@ -6,7 +7,11 @@ the k-th largest group max: k groups then each hold an entry >= tau, so x_(k) >=
 every entry >= x_(k) lies in a group whose max is >= tau. So the candidates
 {x >= tau}, gathered from those groups alone, hold the whole top-k set with its ties, and
 top-p and the race need nothing else of the row. A greedy row (temperature 0) takes n = 1:
-the row max is among its candidates, and the lowest column holding it wins.
+the row max is among its candidates, and the lowest column holding it wins. A row with top-p
+alone takes n = NUCLEUS_GROUPS: its candidates are the row's largest entries, and every
+entry outside them is below tau; so if their mass reaches top_p times the row's mass Z (a
+float64 sum over the group masses of ``_group_max``, each scaled by exp(group max z - top)),
+the top-p set lies among them. Otherwise the row is flagged (``reached`` false).
 
 Per row, one program:
 1. tau by bisection on the order-preserving int32 keys of the floats (each halving a count
@@ -16,7 +21,8 @@ Per row, one program:
 3. their entries >= tau compacted, ascending by column, into a candidate scratch row
    (values and columns, at most CMAX; more is an overflow, the row left to the caller);
 4. x_(k), then top-p on {x >= x_(k)} in float64: in descending order the kept prefix whose
-   exclusive cumulative mass is below top_p times the set's mass (the first always kept),
+   exclusive cumulative mass is below top_p times the set's mass, or Z with top-p alone
+   (the first always kept),
    which gives the row's threshold c. Up to SMALL candidates (the usual k + a few) are put
    in order by rank (an N x N comparison, each value stored at its rank) and summed with a
    prefix sum; more are solved by bisection: x_(k) as above, c as the smallest key whose
