@@ -25,7 +25,7 @@ In the interpreter a batch over HOST_PATH_ROWS rows takes the host path instead 
 synchronisation; in chunks of at most HOST_CHUNK_BYTES of float32 logits): top-p alone from
 the TOP_P_CANDIDATES largest under a full-row logsumexp, no filter with c = -inf, and the
 rest (k > KMAX, a top-p set larger than TOP_P_CANDIDATES tokens) the sort-based threshold of
-torch-logprobs, counted in ``sorted_rows``; then ``_row_race`` over their whole rows.
+torch-logprobs; then ``_row_race`` over their whole rows.
 """
 
 import os
@@ -205,7 +205,7 @@ def sorted_thresholds(x, temperature, top_k, top_p) -> torch.Tensor:
 
 def row_cutoffs(x, t, k, p) -> torch.Tensor:
     """c for rows ``x`` [R, V] the full-row race takes: -inf with no filter, the
-    candidates' top-p threshold, or the sort-based fallback (counted in ``sorted_rows``)."""
+    candidates' top-p threshold, or the sort-based fallback."""
     vocab = x.shape[1]
     cutoff = torch.full((x.shape[0],), NEG_INF, device=x.device)
     unresolved = (k > 0) & (k < vocab)
@@ -215,7 +215,6 @@ def row_cutoffs(x, t, k, p) -> torch.Tensor:
         cutoff[alone] = c
         unresolved[alone[~reached]] = True
     slow = unresolved.nonzero()[:, 0]
-    sample_logits_triton.sorted_rows += slow.numel()
     if slow.numel():
         cutoff[slow] = sorted_thresholds(x[slow], t[slow], k[slow], p[slow])
     return cutoff.contiguous()
@@ -258,6 +257,3 @@ def host_rows(logits, ids, rows, t, k, p, seed) -> None:
             at = chunk[sampled]
             cutoff = row_cutoffs(x[sampled], t[at], k[at], p[at])
             ids[at] = row_race(logits, at, cutoff, t[at].contiguous(), seed)
-
-
-sample_logits_triton.sorted_rows = 0   # rows that took the sort fallback, over all calls
