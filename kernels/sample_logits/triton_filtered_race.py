@@ -35,8 +35,7 @@ import triton
 import triton.language as tl
 
 from kernels.logprobs.torch_logprobs import kept_entries
-from kernels.sample_logits.race_noise import scores
-from kernels.sample_logits.triton_row_fallback import fallback_race
+from kernels.sample_logits.triton_row_fallback import fallback_race, race_columns
 from kernels.sample_logits.triton_top_k_select import select_race
 from kernels.split_scratch import multiprocessors
 
@@ -56,26 +55,18 @@ NEG_INF = float("-inf")
 @triton.jit(do_not_specialize=["seed"])
 def _row_race(logits_ptr, rows_ptr, cutoff_ptr, temp_ptr, best_ptr, col_ptr, seed, R, V,
               stride, per_split, BLOCK_R: tl.constexpr, BLOCK: tl.constexpr):
-    """Programs (row block, split): the best score and its column over the split's columns.
-    Memory traffic: the logits read once (2 or 4 B per entry); 8 B per (row, split) written."""
+    """Programs (row block, split): the best score and its column over the split's columns
+    (``race_columns``, with the host's thresholds). Memory traffic: the logits read once
+    (2 or 4 B per entry); 12 B per (row, split) written."""
     i = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     ok = i < R
-    rows = tl.load(rows_ptr + i, mask=ok, other=0)
-    cutoff = tl.load(cutoff_ptr + i, mask=ok, other=float("inf"))[:, None]
-    t = tl.load(temp_ptr + i, mask=ok, other=1.0)[:, None]
+    rows = tl.load(rows_ptr + i, mask=ok, other=0).to(tl.int64)
+    cutoff = tl.load(cutoff_ptr + i, mask=ok, other=float("inf"))
+    t = tl.load(temp_ptr + i, mask=ok, other=1.0)
     first = tl.program_id(1) * per_split
-    best = tl.full([BLOCK_R], float("-inf"), tl.float32)
-    best_col = tl.zeros([BLOCK_R], tl.int64) + first
-    for start in range(first, tl.minimum(first + per_split, V), BLOCK):
-        cols = start + tl.arange(0, BLOCK)[None, :]
-        mask = ok[:, None] & (cols < V)
-        x = tl.load(logits_ptr + rows.to(tl.int64)[:, None] * stride + cols, mask=mask,
-                    other=float("-inf")).to(tl.float32)
-        s = scores(x, cutoff, t, seed, rows[:, None], cols, V)
-        top, arg = tl.max(s, axis=1, return_indices=True, return_indices_tie_break_left=True)
-        better = top > best
-        best = tl.where(better, top, best)
-        best_col = tl.where(better, arg.to(tl.int64) + start, best_col)
+    never_greedy = tl.zeros([BLOCK_R], tl.int1)         # the host path races sampled rows
+    best, best_col = race_columns(logits_ptr, rows, ok, stride, V, cutoff, t, never_greedy,
+                                  seed, first, tl.minimum(first + per_split, V), BLOCK)
     out = tl.program_id(1) * R + i
     tl.store(best_ptr + out, best, mask=ok)
     tl.store(col_ptr + out, best_col, mask=ok)

@@ -36,7 +36,7 @@ import triton.language as tl
 
 from kernels.sample.triton_race import publish_split
 from kernels.sample_logits.race_noise import scores
-from kernels.sample_logits.triton_top_k_select import ordered
+from kernels.sample_logits.triton_top_k_select import ordered, value_of_key
 from kernels.split_scratch import multiprocessors, split_scratch
 
 KEY_NEG_INF = tl.constexpr(-2139095041)   # ordered(-inf)
@@ -71,7 +71,7 @@ def pick(values, index):
 
 
 @triton.jit
-def kth_key(logits_ptr, rows64, ok, stride, V, n, SEARCH: tl.constexpr):
+def row_kth_key(logits_ptr, rows64, ok, stride, V, n, SEARCH: tl.constexpr):
     """The n-th largest key of each row (1 <= n <= V), by a WAYS-way search (step 1): the
     largest probe that n keys reach is the new lo, the next probe less one the new hi."""
     lo = tl.zeros(n.shape, tl.int64) + KEY_NEG_INF
@@ -101,7 +101,7 @@ def kept_weights(x, inside, kth, t, top):
 
 
 @triton.jit
-def top_p_key(logits_ptr, rows64, ok, stride, V, kth, t, top_p, BLOCK: tl.constexpr,
+def row_top_p_key(logits_ptr, rows64, ok, stride, V, kth, t, top_p, BLOCK: tl.constexpr,
               SEARCH: tl.constexpr):
     """c's key (step 2): the smallest key T >= kth with mass(key > T) < top_p W, by a
     WAYS-way search on [kth, the row's largest key] (the first probe whose mass is below
@@ -134,13 +134,6 @@ def top_p_key(logits_ptr, rows64, ok, stride, V, kth, t, top_p, BLOCK: tl.conste
         lo = tl.where(open_, lo_next, lo)
         hi = tl.where(open_, hi_next, hi)
     return lo.to(tl.int32)
-
-
-@triton.jit
-def value_of_key(key):
-    """The float32 value whose order-preserving key is ``key`` (``ordered``'s inverse)."""
-    bits = tl.where(key >= 0, key, key ^ 0x7FFFFFFF)
-    return bits.to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -187,26 +180,23 @@ def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids
         rows64 = rows.to(tl.int64)
         kth = tl.zeros([BLOCK_R], tl.int32) + KEY_NEG_INF
         if tl.max(top_k.to(tl.int32)) > 0:
-            kth = tl.where(top_k, kth_key(logits_ptr, rows64, top_k, stride, V, k, SEARCH), kth)
+            kth = tl.where(top_k, row_kth_key(logits_ptr, rows64, top_k, stride, V, k, SEARCH), kth)
         key = kth
         if tl.max(nucleus.to(tl.int32)) > 0:
-            key = tl.where(nucleus, top_p_key(logits_ptr, rows64, nucleus, stride, V, kth, safe_t,
-                                              top_p, BLOCK, SEARCH), kth)
+            key = tl.where(nucleus, row_top_p_key(logits_ptr, rows64, nucleus, stride, V, kth,
+                                                  safe_t, top_p, BLOCK, SEARCH), kth)
         cutoff = value_of_key(key)
-        if searched > 0:
-            _, won = race_columns(logits_ptr, rows64, flagged, stride, V, cutoff, safe_t, greedy,
-                                  seed, 0, V, BLOCK)
-            tl.store(ids_ptr + rows, won, mask=flagged)
-        elif SPLIT:
-            first = split * per_split
-            best, best_col = race_columns(logits_ptr, rows64, flagged, stride, V, cutoff, safe_t,
-                                          greedy, seed, first, tl.minimum(first + per_split, V),
-                                          BLOCK)
-            publish_split(best_ptr, part_ptr, ids_ptr, tickets_ptr, rows, flagged, best,
-                          best_col, B, splits)
+        first = tl.where(searched > 0, 0, split * per_split)   # a searched block: whole rows
+        last = tl.where(searched > 0, V, tl.minimum(split * per_split + per_split, V))
+        best, won = race_columns(logits_ptr, rows64, flagged, stride, V, cutoff, safe_t, greedy,
+                                 seed, first, last, BLOCK)
+        if SPLIT:
+            if searched == 0:
+                publish_split(best_ptr, part_ptr, ids_ptr, tickets_ptr, rows, flagged, best,
+                              won, B, splits)
+            else:
+                tl.store(ids_ptr + rows, won, mask=flagged)
         else:
-            _, won = race_columns(logits_ptr, rows64, flagged, stride, V, cutoff, safe_t, greedy,
-                                  seed, 0, V, BLOCK)
             tl.store(ids_ptr + rows, won, mask=flagged)
 
 

@@ -66,6 +66,13 @@ def ordered(x):
 
 
 @triton.jit
+def value_of_key(key):
+    """The float32 value whose order-preserving key is ``key`` (``ordered``'s inverse)."""
+    bits = tl.where(key >= 0, key, key ^ 0x7FFFFFFF)
+    return bits.to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def nth_largest(keys, n, slack):
     """A key T <= the n-th largest of ``keys`` [R, N] per row (1 <= n <= N) with
     n <= #{key >= T} <= n + slack, by bisection on the key: [lo, hi] holds the answer and
