@@ -127,9 +127,10 @@ def _rank(rank: int, store: str, out: str) -> None:
 
 def _one_process_tail(shard: Shard, monkeypatch) -> list[tuple[int, int]]:
     """The tail check's (rare wins, rows) of one rank's shard, drawn here without merging."""
+    import suites.rare_wins as rare_wins
     import suites.sample.test_tail as tail_module
 
-    monkeypatch.setattr(tail_module, "merged", lambda shard, what, count: count())
+    monkeypatch.setattr(rare_wins, "merged", lambda shard, what, count: count())
     return [(s["rare_wins"], s["rows"]) for s in tail_module.tail(_ctx(shard)).details["scales"]]
 
 

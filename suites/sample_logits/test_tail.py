@@ -24,8 +24,8 @@ import torch
 from harness.stats.binomial import looks_alpha
 from harness.stats.multiple import bonferroni
 from harness.verdict import Outcome
+from suites.rare_wins import LOOKS, scale_record, sequential_wins, tail_outcome
 from suites.sample.draws import rows_per_call
-from suites.sample.test_tail import LOOKS, scale_record, sequential_wins, tail_outcome
 from suites.sample_logits.rows import Rows
 
 pytestmark = pytest.mark.family("sample-logits")

@@ -1,0 +1,106 @@
+"""Counting rare events against their exact rate: the group-sequential binomial test shared by
+the tail checks (rare-token wins in ``sample``, ``sample-logits``, ``rejection``'s recovered
+tokens and ``spec-decode``'s proposer; accepted drafts of tiny p/q in ``rejection``).
+
+Model: at each scale, ``n`` independent trials each give an event with probability ``mass``
+(the exact rare mass, or the exact acceptance probability). The count is Binomial(n, mass)
+under H0. The test is exact and equal-tailed, and group-sequential: it looks at 1/8, 1/4, 1/2
+and all of the planned trials, each look at alpha / 4 (Bonferroni over the looks), and stops
+at the first rejection. A look's p-value is ``harness.stats.binomial.equal_tailed_p``.
+
+Sharded under torchrun (``harness.distributed``): by each look, rank r of W has drawn its
+share n_r(look) = floor(look / W) + [r < look mod W] of the look's trials with its own seeds;
+the ranks' (events, trials) are summed before the look's test, so each look tests exactly
+the trials the schedule states, and every rank takes the same decision to stop.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import torch
+
+from harness.distributed import SINGLE, Shard, merged
+from harness.plots import tail_plot
+from harness.stats.binomial import (
+    equal_tailed_p,
+    fraction_schedule,
+    min_detectable_deficit,
+    min_detectable_rate,
+)
+from harness.stats.multiple import adjusted_p
+from harness.verdict import Outcome
+
+LOOKS = 4
+
+
+def _draw_until(draw, local: list[int], target: int) -> torch.Tensor:
+    """Draw until this rank's trials reach ``target``; its (events, trials) so far."""
+    while local[1] < target:
+        wins, rows = draw(target - local[1])
+        local[0], local[1] = local[0] + wins, local[1] + rows
+    return torch.tensor(local, dtype=torch.int64)
+
+
+def sequential_wins(draw, planned: int, mass: float, alpha_look: float,
+                    shard: Shard = SINGLE):
+    """Draw up to ``planned`` trials, looking at the schedule's fractions; stop at the first
+    look that rejects. ``draw(n)`` makes one call of at most n trials and returns (events,
+    trials drawn). Returns (events, trials drawn, smallest p-value over the looks made), over
+    all ranks when ``shard`` is one rank's part (``draw`` then draws with that rank's seeds)."""
+    looks = [math.ceil(f * planned) for f in fraction_schedule(LOOKS)]
+    local = [0, 0]                      # this rank's events and trials
+    p_value = 1.0
+    for look in looks:
+        more = partial(_draw_until, draw, local, shard.size(look))
+        wins, drawn = merged(shard, f"tail look at {look} of {planned} trials", more).tolist()
+        p_value = min(p_value, equal_tailed_p(wins, drawn, mass))
+        if p_value <= alpha_look:
+            break
+    return wins, drawn, p_value
+
+
+def min_detectable_excess(n: int, mass: float, alpha: float, power: float) -> float:
+    """The smallest relative excess ``e`` (true rate ``mass (1 + e)``) that the upper half of
+    the equal-tailed test (level ``alpha / 2``) rejects with probability ``power``."""
+    return min_detectable_rate(n, mass, alpha / 2.0, power) / mass - 1.0
+
+
+def scale_record(scale: float, vocab: int, mass: float, planned: int, found, alpha_look: float,
+                 power: float) -> dict:
+    """One scale's row of the report, with the exact smallest detectable deficit and excess
+    (relative to ``mass``, at the planned trials)."""
+    wins, drawn, p_value = found
+    return {"scale": scale, "vocab": vocab, "rare_mass": mass, "rows": drawn,
+            "planned_rows": planned, "rare_wins": wins, "expected": mass * drawn,
+            "p_value": p_value,
+            "min_detectable_deficit": min_detectable_deficit(planned, mass, alpha_look, power),
+            "min_detectable_excess": min_detectable_excess(planned, mass, alpha_look, power)}
+
+
+def _rare_tokens(s: dict) -> str:
+    return (f"rare tokens at {s['scale']:g} x head won {s['rare_wins']} times in "
+            f"{s['rows']:,} rows where {s['expected']:.1f} were expected")
+
+
+def tail_outcome(ctx, scales: list[dict], alpha_look: float, law: str,
+                 describe=_rare_tokens, events: str = "rare-token wins",
+                 effect: str = "relative shortfall of the rare mass (worst scale)") -> Outcome:
+    """The verdict over the scales (each a look-Bonferroni p-value at ``alpha_look``);
+    ``describe`` words a failed scale's record."""
+    failed = [s for s in scales if s["p_value"] <= alpha_look]
+    if failed:
+        s = failed[0]
+        message = f"{describe(s)} (p = {s['p_value']:.2g})"
+    else:
+        message = (f"{events} match {law} at scales "
+                   + ", ".join(f"{s['scale']:g}" for s in scales))
+    return Outcome(not failed, message,
+                   statistic=float(min(s["rare_wins"] / s["expected"] for s in scales)),
+                   p_value=adjusted_p([s["p_value"] * LOOKS for s in scales]), alpha=ctx.alpha,
+                   samples=sum(s["rows"] * s["vocab"] for s in scales),
+                   min_detectable_effect=max(s["min_detectable_deficit"] for s in scales),
+                   effect=effect,
+                   details={"scales": scales, "alpha_per_look": alpha_look,
+                            "plot": tail_plot(scales, f"{events} per scale against {law}")})
