@@ -177,7 +177,10 @@ def _describe(meta: dict) -> str:
     """What ``list`` says of a registered kernel beyond its target."""
     if meta["role"] == "mutant":
         tool = f" (compute-sanitizer {meta['tool']})" if meta.get("tool") else ""
-        return f"fails {', '.join(meta['caught_by'])} at {meta['budget']}{tool}: {meta['bug']}"
+        devices = meta.get("devices", ["cpu", "cuda"])
+        where = "" if set(devices) >= {"cpu", "cuda"} else f" on {', '.join(devices)}"
+        return (f"fails {', '.join(meta['caught_by'])} at {meta['budget']}{where}{tool}: "
+                f"{meta['bug']}")
     if meta["role"] == "baseline":
         must = "; ".join(f"must fail {', '.join(checks)} on {device} from {budget}"
                          for device, by in meta.get("must_fail", {}).items()

@@ -6,9 +6,11 @@ learn its role. A callable without one is a kernel under test that must pass eve
 The attribute is a plain dict, so a kernel package needs neither this module nor the
 harness to declare it:
 
-* ``{"role": "mutant", "caught_by": [...], "budget": "quick", "bug": "...", "tool": ""}``:
-  a deliberately wrong kernel; the checks named must fail on it at that budget (and above);
-  ``tool`` names the compute-sanitizer tool that must catch it instead, if any.
+* ``{"role": "mutant", "caught_by": [...], "budget": "quick", "bug": "...", "tool": "",
+  "devices": ["cpu", "cuda"]}``: a deliberately wrong kernel; the checks named must fail on
+  it at that budget (and above) on the devices named (default: all); ``tool`` names the
+  compute-sanitizer tool that must catch it instead, if any. A bug that lives in one
+  device's random numbers (CUDA's float32 exponential floor) names that device alone.
 * ``{"role": "baseline", "shipped_by": "...", "must_fail": {device: {budget: [checks]}},
   "may_fail": {device: [checks]}}``: an engine's shipped behaviour, known to be wrong
   somewhere. On ``device`` at ``budget`` and above, the checks in ``must_fail`` must fail
@@ -19,11 +21,14 @@ harness to declare it:
 from __future__ import annotations
 
 
-def mutant(caught_by: tuple[str, ...], budget: str, bug: str, tool: str = ""):
-    """Mark a function as a mutant re-creating ``bug``, caught by ``caught_by`` at ``budget``."""
+def mutant(caught_by: tuple[str, ...], budget: str, bug: str, tool: str = "",
+           devices: tuple[str, ...] = ("cpu", "cuda")):
+    """Mark a function as a mutant re-creating ``bug``, caught by ``caught_by`` at ``budget``
+    on ``devices``."""
     def mark(fn):
         fn.sampling_harness = {"role": "mutant", "caught_by": list(caught_by),
-                               "budget": budget, "bug": bug, "tool": tool}
+                               "budget": budget, "bug": bug, "tool": tool,
+                               "devices": list(devices)}
         return fn
     return mark
 

@@ -86,9 +86,11 @@ def _rare_tokens(s: dict) -> str:
 
 def tail_outcome(ctx, scales: list[dict], alpha_look: float, law: str,
                  describe=_rare_tokens, events: str = "rare-token wins",
-                 effect: str = "relative shortfall of the rare mass (worst scale)") -> Outcome:
+                 effect: str = "relative shortfall of the rare mass (worst scale)",
+                 mde: float | None = None) -> Outcome:
     """The verdict over the scales (each a look-Bonferroni p-value at ``alpha_look``);
-    ``describe`` words a failed scale's record."""
+    ``describe`` words a failed scale's record; ``mde`` is the minimum detectable ``effect``
+    (default: the worst scale's detectable deficit)."""
     failed = [s for s in scales if s["p_value"] <= alpha_look]
     if failed:
         s = failed[0]
@@ -100,7 +102,8 @@ def tail_outcome(ctx, scales: list[dict], alpha_look: float, law: str,
                    statistic=float(min(s["rare_wins"] / s["expected"] for s in scales)),
                    p_value=adjusted_p([s["p_value"] * LOOKS for s in scales]), alpha=ctx.alpha,
                    samples=sum(s["rows"] * s["vocab"] for s in scales),
-                   min_detectable_effect=max(s["min_detectable_deficit"] for s in scales),
+                   min_detectable_effect=max(s["min_detectable_deficit"] for s in scales)
+                   if mde is None else mde,
                    effect=effect,
                    details={"scales": scales, "alpha_per_look": alpha_look,
                             "plot": tail_plot(scales, f"{events} per scale against {law}")})

@@ -43,6 +43,11 @@ class RejectionBudget:
     generated_max_vocab: int
     never_drafts: int          # drafts of target probability 0 offered in validity
     pairs: int                 # pairs per pairing in the independence check
+    tail_scales: tuple[float, ...]   # rare residual tokens' probability over the head's (tail)
+    tail_expected: float       # expected rare recovered tokens per scale under H0 (tail)
+    accept_ratios: tuple[float, ...]  # p(d) / q(d) of the drafts in acceptance_tail
+    accept_expected: float     # expected accepted drafts per ratio under H0 ...
+    accept_trials: int         # ... unless that takes more drafts than this (per ratio)
     power: float = 0.99
 
 
@@ -50,19 +55,32 @@ BUDGETS = {
     "smoke": RejectionBudget("smoke", accept_shift=0.15, joint_tv=0.12, joint_vocab=11,
                              marginal_tv=0.12, marginal_vocab_cpu=257,
                              marginal_vocab_gpu=151936, generated_batches=1,
-                             generated_max_vocab=40, never_drafts=2**12, pairs=2**10),
+                             generated_max_vocab=40, never_drafts=2**12, pairs=2**10,
+                             tail_scales=(1e-2,), tail_expected=50.0, accept_ratios=(1e-2,),
+                             accept_expected=50.0, accept_trials=2**14),
     "quick": RejectionBudget("quick", accept_shift=0.05, joint_tv=0.05, joint_vocab=11,
                              marginal_tv=0.05, marginal_vocab_cpu=257,
                              marginal_vocab_gpu=151936, generated_batches=3,
-                             generated_max_vocab=40, never_drafts=2**14, pairs=2**12),
+                             generated_max_vocab=40, never_drafts=2**14, pairs=2**12,
+                             tail_scales=(1e-2, 1e-4, 1e-6), tail_expected=100.0,
+                             accept_ratios=(1e-3, 1e-5), accept_expected=100.0,
+                             accept_trials=2**22),
     "standard": RejectionBudget("standard", accept_shift=0.005, joint_tv=0.01, joint_vocab=23,
                                 marginal_tv=0.01, marginal_vocab_cpu=4099,
                                 marginal_vocab_gpu=151936, generated_batches=4,
-                                generated_max_vocab=512, never_drafts=2**22, pairs=2**16),
+                                generated_max_vocab=512, never_drafts=2**22, pairs=2**16,
+                                tail_scales=(1e-2, 1e-4, 1e-6, 1e-8), tail_expected=200.0,
+                                accept_ratios=(1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9),
+                                accept_expected=200.0, accept_trials=2**26),
     "thorough": RejectionBudget("thorough", accept_shift=0.002, joint_tv=0.005,
                                 joint_vocab=23, marginal_tv=0.005, marginal_vocab_cpu=4099,
                                 marginal_vocab_gpu=151936, generated_batches=8,
-                                generated_max_vocab=2048, never_drafts=2**25, pairs=2**18),
+                                generated_max_vocab=2048, never_drafts=2**25, pairs=2**18,
+                                tail_scales=(1e-2, 1e-4, 1e-6, 1e-8, 1e-10),
+                                tail_expected=400.0,
+                                accept_ratios=(1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10,
+                                               1e-11, 1e-12),
+                                accept_expected=400.0, accept_trials=2**28),
 }
 
 

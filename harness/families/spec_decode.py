@@ -44,18 +44,25 @@ class SpecDecodeBudget:
     limit_requests: int       # requests run into max_model_len (TME and length checks)
     law_tv: float             # TV of the continuation law detected with ``power``
     acceptance_requests: int  # requests of 24 tokens in the acceptance check
+    tail_scales: tuple[float, ...]  # rare draft tokens' probability over the head's (tail)
+    tail_expected: float      # expected rare drafts per scale under H0 (tail)
     power: float = 0.99
 
 
 BUDGETS = {
     "smoke": SpecDecodeBudget("smoke", limit_requests=16, law_tv=0.12,
-                              acceptance_requests=32),
+                              acceptance_requests=32,
+                              tail_scales=(1e-2,), tail_expected=50.0),
     "quick": SpecDecodeBudget("quick", limit_requests=64, law_tv=0.05,
-                              acceptance_requests=96),
+                              acceptance_requests=96,
+                              tail_scales=(1e-2, 1e-4, 1e-6), tail_expected=100.0),
     "standard": SpecDecodeBudget("standard", limit_requests=1024, law_tv=0.01,
-                                 acceptance_requests=4096),
+                                 acceptance_requests=4096,
+                                 tail_scales=(1e-2, 1e-4, 1e-6, 1e-8), tail_expected=200.0),
     "thorough": SpecDecodeBudget("thorough", limit_requests=8192, law_tv=0.005,
-                                 acceptance_requests=32768),
+                                 acceptance_requests=32768,
+                                 tail_scales=(1e-2, 1e-4, 1e-6, 1e-8, 1e-10),
+                                 tail_expected=400.0),
 }
 
 

@@ -159,3 +159,60 @@ def noise_never_drawn(drafts, counts, draft_probs, target_probs, bonus, greedy, 
     request under every seed recovers the residual's mode."""
     return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
                             pieces=Pieces(recover=_race_unfilled_buffer))
+
+
+def _race_float32_noise(weights: torch.Tensor, draws: Draws,
+                        generator: torch.Generator) -> torch.Tensor:
+    """The residual raced in float32 against float32 ``exponential_`` noise."""
+    noise = torch.empty(weights.shape, dtype=torch.float32, device=weights.device)
+    noise.exponential_(generator=generator)
+    return race(weights.float(), noise)
+
+
+@mutant(("tail",), "standard", devices=("cuda",),
+        bug="the recovered-token race on float32 exponential noise: CUDA's exponential_ never "
+            "goes below 2^-24, so residual tokens below about 1e-8 x the head are never "
+            "recovered (vLLM's sample_recovered_tokens before PR 43150 moved it to float64)")
+def recovered_fp32_noise(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
+    """torch-rejection whose recovered token is ``argmax w / q`` with q float32
+    ``exponential_`` noise (floor 2^-24 on CUDA; the CPU's float32 noise has no floor)."""
+    generator = seeded_generator(target_probs.device, seed ^ 0x3C3C3C3)
+    return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
+                            pieces=Pieces(recover=partial(_race_float32_noise,
+                                                          generator=generator)))
+
+
+def _accept_float32_uniform(uniform, p_draft, q_draft, generator: torch.Generator):
+    """u q(d) < p(d) with u a float32 ``torch.rand``: 0 with probability about 2^-25 on CUDA
+    (2^-24 on a CPU), so every draft is accepted at least that often."""
+    u = torch.rand(uniform.shape, dtype=torch.float32, device=uniform.device,
+                   generator=generator)
+    return u.double() * q_draft < p_draft
+
+
+@mutant(("acceptance_tail",), "standard", devices=("cuda",),
+        bug="the acceptance uniform drawn as float32 (torch.rand(dtype=torch.float32)): u = 0 "
+            "with probability about 2^-25 on CUDA, so drafts of p/q below 1e-8 are accepted "
+            "30 times too often or more")
+def accept_fp32_uniform(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
+    """torch-rejection whose acceptance uniform is a float32 ``torch.rand``."""
+    generator = seeded_generator(target_probs.device, seed ^ 0x1E1E1E1)
+    return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
+                            pieces=Pieces(accept=partial(_accept_float32_uniform,
+                                                         generator=generator)))
+
+
+def _accept_open_uniform(uniform, p_draft, q_draft, bits: int):
+    """u q(d) < p(d) with u = (k + 1) 2^-bits, k the top ``bits`` bits of the float64
+    uniform: a (0, 1] uniform that never goes below 2^-bits."""
+    u = (torch.floor(uniform * 2.0**bits) + 1.0) * 2.0**-bits
+    return u * q_draft < p_draft
+
+
+@mutant(("acceptance_tail",), "standard",
+        bug="the acceptance uniform from a 24-bit counter in (0, 1] (k + 1) 2^-24, the range "
+            "of curand_uniform: never below 2^-24, so drafts of p/q < 6e-8 are never accepted")
+def accept_uniform_floor(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
+    """torch-rejection whose acceptance uniform never goes below 2^-24."""
+    return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
+                            pieces=Pieces(accept=partial(_accept_open_uniform, bits=24)))

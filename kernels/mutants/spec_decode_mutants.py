@@ -4,6 +4,8 @@ previous_drafts, num_spec_tokens, max_model_len, lookahead, seed)."""
 
 from __future__ import annotations
 
+import torch
+
 from kernels.meta import mutant
 from kernels.spec_decode.torch_proposer import draw_drafts, has_room
 
@@ -48,3 +50,19 @@ def cached_order(draft_table, context, token_ids, previous_drafts, num_spec_toke
             drafts[r] = []
     order = sorted(range(len(token_ids)), key=lambda r: token_ids[r])
     return drafts, probs[order]
+
+
+@mutant(("tail",), "standard", devices=("cuda",),
+        bug="the proposer samples its drafts by a race on float32 exponential noise: CUDA's "
+            "exponential_ never goes below 2^-24, so draft tokens below about 1e-8 x the head "
+            "are never proposed (vLLM's compute_probs_and_sample_next_token before PR 43150)")
+def proposer_fp32_noise(draft_table, context, token_ids, previous_drafts, num_spec_tokens,
+                        max_model_len, lookahead, seed):
+    """torch-proposer drawing each draft as ``argmax q / e`` with e float32 ``exponential_``."""
+    drafts, probs = draw_drafts(draft_table, context, token_ids, num_spec_tokens, seed,
+                                noise_dtype=torch.float32)
+    for r, seq in enumerate(token_ids):
+        if not has_room(len(seq), lookahead, num_spec_tokens, max_model_len):
+            drafts[r] = []
+            probs[r] = 0.0
+    return drafts, probs

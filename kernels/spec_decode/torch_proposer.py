@@ -39,8 +39,10 @@ def has_room(length: int, lookahead: int, num_spec_tokens: int, max_model_len: i
 
 
 def draw_drafts(draft_table: torch.Tensor, context: int, sequences: list[list[int]],
-                num_spec_tokens: int, seed: int) -> tuple[list[list[int]], torch.Tensor]:
-    """k drafts for every sequence and their laws: (drafts, float32 [R, k, V])."""
+                num_spec_tokens: int, seed: int, noise_dtype: torch.dtype = torch.float64
+                ) -> tuple[list[list[int]], torch.Tensor]:
+    """k drafts for every sequence and their laws: (drafts, float32 [R, k, V]), each drawn
+    by the race argmax q / e against Exp(1) noise e in ``noise_dtype``."""
     vocab = draft_table.shape[1]
     generator = seeded_generator(draft_table.device, seed)
     grown = [list(s) for s in sequences]
@@ -48,9 +50,10 @@ def draw_drafts(draft_table: torch.Tensor, context: int, sequences: list[list[in
     for _ in range(num_spec_tokens):
         rows = torch.tensor(table_rows(grown, context, vocab), device=draft_table.device)
         q = draft_table[rows].softmax(dim=1)
-        noise = torch.empty(q.shape, dtype=torch.float64, device=q.device)
+        noise = torch.empty(q.shape, dtype=noise_dtype, device=q.device)
         noise.exponential_(generator=generator)
-        for seq, token in zip(grown, (q.double() / noise).argmax(dim=1).tolist(), strict=True):
+        for seq, token in zip(grown, (q.to(noise_dtype) / noise).argmax(dim=1).tolist(),
+                              strict=True):
             seq.append(token)
         laws.append(q)
     probs = torch.stack(laws, dim=1) if laws else draft_table.new_zeros((len(sequences), 0,
