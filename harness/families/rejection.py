@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from harness.errors import KernelFailure
@@ -124,7 +125,8 @@ def validate_output(out: object, inputs: dict) -> torch.Tensor:
     drafts, bonus, greedy = (inputs["draft_token_ids"], inputs["bonus_token_ids"],
                              inputs["greedy"])
     device, width, vocab = out.device, out.shape[1], target.shape[1]
-    counts = torch.tensor(inputs["num_draft_tokens"], dtype=torch.int64, device=device)
+    counts = torch.from_numpy(np.asarray(inputs["num_draft_tokens"], dtype=np.int64)
+                              .reshape(-1)).to(device)
     starts = torch.cumsum(counts, 0) - counts
     slots = torch.arange(width, device=device)
     written = out >= 0

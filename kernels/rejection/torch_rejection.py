@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
 from kernels.sample.torch_race import seeded_generator
@@ -53,7 +54,7 @@ class Draws(NamedTuple):
 
 def draft_layout(num_draft_tokens, total: int, device: torch.device) -> Layout:
     """Counts, exclusive cumulative starts, and the [B, K] grid of draft rows."""
-    counts = torch.tensor(list(num_draft_tokens), dtype=torch.int64, device=device)
+    counts = torch.from_numpy(np.asarray(num_draft_tokens, dtype=np.int64).reshape(-1)).to(device)
     starts = torch.cumsum(counts, 0) - counts
     return request_grid(counts, starts, total)
 

@@ -20,9 +20,9 @@ target row per position up to its first mismatch (4 V (A + 1) bytes at most); th
 memory.
 """
 
-import itertools
 import os
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -39,6 +39,7 @@ INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 ACCEPT_BIT = tl.constexpr(1 << 60)   # acceptance words: counters b 2^20 + i with bit 60 set
 POSITION_BITS = 20                   # positions per request in the acceptance counters
 GPU_WARPS = 4                        # one request per program: 16-byte loads of 512-column quarters
+GPU_TILE = 2048                      # columns (4 Q per request) per program on a GPU
 
 
 @triton.jit
@@ -190,18 +191,21 @@ def _accept_bits_kernel(words_ptr, seed, K, W: tl.constexpr):
 
 
 def _launch_shape(batch: int, vocab: int, device: torch.device):
-    """(BLOCK_B, num_warps). Interpreter / CPU: 2^17-token tiles, so a call is a few
-    programs. GPU: one request per program, GPU_WARPS warps streaming its rows."""
-    if INTERPRET or device.type != "cuda":
-        return min(triton.next_power_of_2(batch), max(1, 2**17 // (4 * quarter_width(vocab)))), 4
-    return 1, GPU_WARPS
+    """(BLOCK_B, num_warps): as many requests per program as fill a tile of 4 Q columns each.
+    Interpreter / CPU: 2^17-token tiles, so a call is a few programs. GPU: 2^11-token tiles,
+    so LLM vocabularies (Q = 512) get one request per program, GPU_WARPS warps streaming its
+    rows, and small ones (the acceptance-tail requests, V = 2) many requests per program."""
+    tile = 2**17 if INTERPRET or device.type != "cuda" else GPU_TILE
+    block_b = min(triton.next_power_of_2(batch), max(1, tile // (4 * quarter_width(vocab))))
+    return block_b, (4 if tile > GPU_TILE else GPU_WARPS)
 
 
 def _check(draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_token_ids,
-           greedy) -> list[int]:
-    """The counts as ints; ValueError (one line) on a dtype or shape outside the contract."""
-    counts = [int(c) for c in num_draft_tokens]
-    batch, total = len(counts), sum(counts)
+           greedy) -> np.ndarray:
+    """The counts as int64 (numpy: a Python loop over requests would bound a large batch by
+    the host); ValueError (one line) on a dtype or shape outside the contract."""
+    counts = np.asarray(num_draft_tokens, dtype=np.int64).reshape(-1)
+    batch, total = counts.size, int(counts.sum())
     if target_probs.dtype != torch.float32 or target_probs.dim() != 2 \
             or target_probs.shape[0] != total:
         raise ValueError(f"target_probs must be float32 [T={total}, V], got "
@@ -216,8 +220,10 @@ def _check(draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_t
         if tensor.dtype != dtype or tuple(tensor.shape) != (size,):
             raise ValueError(f"{name} must be {dtype} [{size}], got {tensor.dtype} "
                              f"{tuple(tensor.shape)}")
-    if any(c < 0 for c in counts) or max(counts, default=0) >= 2**POSITION_BITS:
-        raise ValueError(f"num_draft_tokens must lie in [0, 2^{POSITION_BITS}), got {counts}")
+    outside = np.flatnonzero((counts < 0) | (counts >= 2**POSITION_BITS))
+    if outside.size:
+        raise ValueError(f"num_draft_tokens must lie in [0, 2^{POSITION_BITS}), got "
+                         f"num_draft_tokens[{outside[0]}] = {counts[outside[0]]}")
     return counts
 
 
@@ -227,13 +233,13 @@ def rejection_exact(draft_token_ids: torch.Tensor, num_draft_tokens, draft_probs
     """Family ``rejection``: int64 [B, K + 1], K = max(num_draft_tokens, default 0)."""
     counts = _check(draft_token_ids, num_draft_tokens, draft_probs, target_probs,
                     bonus_token_ids, greedy)
-    batch, width = len(counts), max(counts, default=0)
+    batch, width = counts.size, int(counts.max(initial=0))
     device = target_probs.device
     out = torch.empty((batch, width + 1), dtype=torch.int64, device=device)
     if batch == 0:
         return out
-    starts = list(itertools.accumulate(counts, initial=0))[:-1]
-    layout = torch.tensor([starts, counts], dtype=torch.int64, device=device)
+    starts = np.cumsum(counts) - counts
+    layout = torch.from_numpy(np.stack([starts, counts])).to(device)
     vocab = target_probs.shape[1]
     target = target_probs.contiguous()
     draft = target if draft_probs is None else draft_probs.contiguous()
