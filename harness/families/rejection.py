@@ -72,7 +72,7 @@ BUDGETS = {
                                 generated_max_vocab=512, never_drafts=2**22, pairs=2**16,
                                 tail_scales=(1e-2, 1e-4, 1e-6, 1e-8), tail_expected=200.0,
                                 accept_ratios=(1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9),
-                                accept_expected=200.0, accept_trials=2**26),
+                                accept_expected=200.0, accept_trials=2**22),
     "thorough": RejectionBudget("thorough", accept_shift=0.002, joint_tv=0.005,
                                 joint_vocab=23, marginal_tv=0.005, marginal_vocab_cpu=4099,
                                 marginal_vocab_gpu=151936, generated_batches=8,
@@ -81,7 +81,7 @@ BUDGETS = {
                                 tail_expected=400.0,
                                 accept_ratios=(1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10,
                                                1e-11, 1e-12),
-                                accept_expected=400.0, accept_trials=2**28),
+                                accept_expected=400.0, accept_trials=2**25),
 }
 
 

@@ -182,23 +182,23 @@ def recovered_fp32_noise(drafts, counts, draft_probs, target_probs, bonus, greed
                                                           generator=generator)))
 
 
-def _accept_float32_uniform(uniform, p_draft, q_draft, generator: torch.Generator):
-    """u q(d) < p(d) with u a float32 ``torch.rand``: 0 with probability about 2^-25 on CUDA
-    (2^-24 on a CPU), so every draft is accepted at least that often."""
-    u = torch.rand(uniform.shape, dtype=torch.float32, device=uniform.device,
+def _accept_half_uniform(uniform, p_draft, q_draft, generator: torch.Generator):
+    """u q(d) < p(d) with u a float16 ``torch.rand``: 0 with probability about 2^-12 (seen
+    on a CPU: 2.5e-4), where no correct sampler accepts a draft of p/q = 1e-5 that often."""
+    u = torch.rand(uniform.shape, dtype=torch.float16, device=uniform.device,
                    generator=generator)
     return u.double() * q_draft < p_draft
 
 
-@mutant(("acceptance_tail",), "standard", devices=("cuda",),
-        bug="the acceptance uniform drawn as float32 (torch.rand(dtype=torch.float32)): u = 0 "
-            "with probability about 2^-25 on CUDA, so drafts of p/q below 1e-8 are accepted "
-            "30 times too often or more")
-def accept_fp32_uniform(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
-    """torch-rejection whose acceptance uniform is a float32 ``torch.rand``."""
+@mutant(("acceptance_tail",), "quick",
+        bug="the acceptance uniform drawn in the probs' half precision (torch.rand_like on "
+            "float16 probs): u = 0 with probability 2^-12 to 2^-11, so drafts of p/q below 1e-4 "
+            "are accepted several times too often")
+def accept_half_uniform(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
+    """torch-rejection whose acceptance uniform is a float16 ``torch.rand``."""
     generator = seeded_generator(target_probs.device, seed ^ 0x1E1E1E1)
     return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
-                            pieces=Pieces(accept=partial(_accept_float32_uniform,
+                            pieces=Pieces(accept=partial(_accept_half_uniform,
                                                          generator=generator)))
 
 
@@ -209,10 +209,11 @@ def _accept_open_uniform(uniform, p_draft, q_draft, bits: int):
     return u * q_draft < p_draft
 
 
-@mutant(("acceptance_tail",), "standard",
-        bug="the acceptance uniform from a 24-bit counter in (0, 1] (k + 1) 2^-24, the range "
-            "of curand_uniform: never below 2^-24, so drafts of p/q < 6e-8 are never accepted")
+@mutant(("acceptance_tail",), "quick",
+        bug="the acceptance uniform from a 16-bit counter in (0, 1], (k + 1) 2^-16 (a (0, 1] "
+            "uniform to keep log(u) finite): never below 1.5e-5, so drafts of smaller p/q are "
+            "never accepted")
 def accept_uniform_floor(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
-    """torch-rejection whose acceptance uniform never goes below 2^-24."""
+    """torch-rejection whose acceptance uniform never goes below 2^-16."""
     return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
-                            pieces=Pieces(accept=partial(_accept_open_uniform, bits=24)))
+                            pieces=Pieces(accept=partial(_accept_open_uniform, bits=16)))
