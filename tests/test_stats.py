@@ -284,3 +284,20 @@ def test_group_sequential_false_fail_rate():
     bound = stats.binom.isf(SIM_LEVEL, reps, alpha)
     assert failed.sum() <= bound, (failed.sum(), bound)
     assert failed.sum() > 0  # the simulation can reject at all
+
+
+def test_min_detectable_excess_is_where_the_upper_tail_rejects_with_the_power():
+    """At the stated excess the upper half of the equal-tailed test (level alpha / 2)
+    rejects with probability 0.99; at 80 % of it, with less."""
+    from scipy import stats
+
+    from suites.rare_wins import min_detectable_excess
+
+    n, p, alpha = 2**22, 1e-9, 1e-7
+    excess = min_detectable_excess(n, p, alpha, 0.99)
+    hi = int(stats.binom.isf(alpha / 2, n, p)) + 1
+    while stats.binom.sf(hi - 2, n, p) <= alpha / 2:
+        hi -= 1
+    assert stats.binom.sf(hi - 1, n, p) <= alpha / 2
+    assert abs(stats.binom.sf(hi - 1, n, p * (1 + excess)) - 0.99) < 1e-6
+    assert stats.binom.sf(hi - 1, n, p * (1 + 0.8 * excess)) < 0.99
