@@ -26,10 +26,11 @@ from harness.plots import tail_plot
 from harness.stats.binomial import (
     equal_tailed_p,
     fraction_schedule,
+    looks_alpha,
     min_detectable_deficit,
     min_detectable_rate,
 )
-from harness.stats.multiple import adjusted_p
+from harness.stats.multiple import adjusted_p, bonferroni
 from harness.verdict import Outcome
 
 LOOKS = 4
@@ -77,6 +78,24 @@ def scale_record(scale: float, vocab: int, mass: float, planned: int, found, alp
             "p_value": p_value,
             "min_detectable_deficit": min_detectable_deficit(planned, mass, alpha_look, power),
             "min_detectable_excess": min_detectable_excess(planned, mass, alpha_look, power)}
+
+
+def scale_sweep(ctx, scales, expected: float, setup, cap: int | None = None):
+    """The sequential test at every scale, alpha split over the scales (Bonferroni) and the
+    looks. ``setup(scale)`` gives (exact event rate, tokens per trial, ``draw``); the planned
+    trials make ``expected`` events under H0, at most ``cap``. Returns (records, alpha per
+    look)."""
+    alpha_look = looks_alpha(bonferroni(ctx.alpha, len(scales)), LOOKS)
+    records = []
+    for scale in scales:
+        mass, vocab, draw = setup(scale)
+        planned = math.ceil(expected / mass)
+        planned = planned if cap is None else min(planned, cap)
+        ctx.plan(ctx.shard.size(planned) * vocab)
+        found = sequential_wins(draw, planned, mass, alpha_look, ctx.shard)
+        records.append(scale_record(scale, vocab, mass, planned, found, alpha_look,
+                                    ctx.budget.power))
+    return records, alpha_look
 
 
 def _rare_tokens(s: dict) -> str:

@@ -34,10 +34,8 @@ import numpy as np
 import pytest
 import torch
 
-from harness.stats.binomial import looks_alpha
-from harness.stats.multiple import bonferroni
 from harness.verdict import Outcome
-from suites.rare_wins import LOOKS, scale_record, sequential_wins, tail_outcome
+from suites.rare_wins import scale_sweep, tail_outcome
 
 pytestmark = pytest.mark.family("rejection")
 
@@ -70,25 +68,23 @@ def ratio_batch(ratio: float, rows: int, device) -> dict:
 
 def acceptance_tail(ctx) -> Outcome:
     budget = ctx.budget
-    alpha_look = looks_alpha(bonferroni(ctx.alpha, len(budget.accept_ratios)), LOOKS)
     seeds = ctx.rank_seeds()
     per_call = max(1, ctx.max_call_elements // 8)
-    ratios = []
-    for ratio in budget.accept_ratios:
-        _, _, accept = ratio_rows(ratio)
+
+    def setup(ratio):
+        accept = ratio_rows(ratio)[2]
         planned = min(math.ceil(budget.accept_expected / accept), budget.accept_trials)
-        ctx.plan(ctx.shard.size(planned))
         inputs = ratio_batch(ratio, min(per_call, planned), ctx.device)
 
-        def draw(count, inputs=inputs):
+        def draw(count):
             n = min(count, inputs["target_probs"].shape[0])
             batch = {name: value[:n] for name, value in inputs.items()}
             out = ctx.runner.call(batch, next(seeds))
             return int((out[:, 0] == batch["draft_token_ids"]).sum()), n
+        return accept, VOCAB, draw
 
-        found = sequential_wins(draw, planned, accept, alpha_look, ctx.shard)
-        ratios.append(scale_record(ratio, VOCAB, accept, planned, found, alpha_look,
-                                   budget.power))
+    ratios, alpha_look = scale_sweep(ctx, budget.accept_ratios, budget.accept_expected, setup,
+                                     cap=budget.accept_trials)
     return tail_outcome(ctx, ratios, alpha_look, "min(1, p/q)",
                         describe=lambda s: (
                             f"drafts of p/q = {s['rare_mass']:.3g} were accepted "

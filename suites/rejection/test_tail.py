@@ -20,17 +20,13 @@ none. Detecting a scale r costs about tail_expected / (2 M r) requests of M + 2 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import torch
 
-from harness.stats.binomial import looks_alpha
-from harness.stats.multiple import bonferroni
 from harness.verdict import Outcome
 from reference.rejection import residual
-from suites.rare_wins import LOOKS, scale_record, sequential_wins, tail_outcome
+from suites.rare_wins import scale_sweep, tail_outcome
 from suites.sample.distributions import tail_row
 
 pytestmark = pytest.mark.family("rejection")
@@ -52,36 +48,28 @@ def residual_tail(scale: float, seed: int) -> tuple[np.ndarray, np.ndarray, int,
 
 
 def tail(ctx) -> Outcome:
-    budget = ctx.budget
-    alpha_look = looks_alpha(bonferroni(ctx.alpha, len(budget.tail_scales)), LOOKS)
     seeds = ctx.rank_seeds()
-    scales = []
-    for scale in budget.tail_scales:
+
+    def setup(scale):
         p, q, d, rare = residual_tail(scale, ctx.seed)
-        law = residual(p, q)
-        mass = float(np.sum(np.sort(law[rare])))
-        planned = math.ceil(budget.tail_expected / mass)
-        ctx.plan(ctx.shard.size(planned) * p.size)
         rows = max(1, ctx.max_call_elements // p.size)
-        target = torch.as_tensor(p, device=ctx.device).repeat(rows, 1)
-        draft = torch.as_tensor(q, device=ctx.device).repeat(rows, 1)
-        drafts = torch.full((rows,), d, dtype=torch.int64, device=ctx.device)
-        bonus = torch.full((rows,), d, dtype=torch.int64, device=ctx.device)
-        greedy = torch.zeros(rows, dtype=torch.bool, device=ctx.device)
+        inputs = {"draft_token_ids": torch.full((rows,), d, dtype=torch.int64, device=ctx.device),
+                  "num_draft_tokens": [1] * rows,
+                  "draft_probs": torch.as_tensor(q, device=ctx.device).repeat(rows, 1),
+                  "target_probs": torch.as_tensor(p, device=ctx.device).repeat(rows, 1),
+                  "bonus_token_ids": torch.full((rows,), d, dtype=torch.int64, device=ctx.device),
+                  "greedy": torch.zeros(rows, dtype=torch.bool, device=ctx.device)}
         rare_t = torch.as_tensor(rare, device=ctx.device)
 
-        def draw(count, target=target, draft=draft, drafts=drafts, bonus=bonus, greedy=greedy,
-                 rare_t=rare_t):
-            n = min(count, target.shape[0])
-            out = ctx.runner.call({"draft_token_ids": drafts[:n], "num_draft_tokens": [1] * n,
-                                   "draft_probs": draft[:n], "target_probs": target[:n],
-                                   "bonus_token_ids": bonus[:n], "greedy": greedy[:n]},
+        def draw(count):
+            n = min(count, rows)
+            out = ctx.runner.call({name: value[:n] for name, value in inputs.items()},
                                   next(seeds))
             return int(rare_t[out[:, 0]].sum()), n
+        return float(np.sum(np.sort(residual(p, q)[rare]))), int(p.size), draw
 
-        found = sequential_wins(draw, planned, mass, alpha_look, ctx.shard)
-        scales.append(scale_record(scale, int(p.size), mass, planned, found, alpha_look,
-                                   budget.power))
+    scales, alpha_look = scale_sweep(ctx, ctx.budget.tail_scales, ctx.budget.tail_expected,
+                                     setup)
     return tail_outcome(ctx, scales, alpha_look, "the residual's exact rare mass",
                         describe=lambda s: (
                             f"rare residual tokens at {s['scale']:g} x head were recovered "

@@ -12,16 +12,12 @@ Detecting a ratio r costs about tail_expected / r noise draws.
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 
-from harness.stats.binomial import looks_alpha
-from harness.stats.multiple import bonferroni
 from harness.verdict import Outcome
 from reference.categorical import exact_probs, rare_mass
-from suites.rare_wins import LOOKS, scale_record, sequential_wins, tail_outcome
+from suites.rare_wins import scale_sweep, tail_outcome
 from suites.sample.distributions import tail_row
 from suites.sample.draws import rows_per_call
 
@@ -31,26 +27,21 @@ TAIL_MAX_VOCAB = 2**17
 
 
 def tail(ctx) -> Outcome:
-    budget = ctx.budget
-    alpha_look = looks_alpha(bonferroni(ctx.alpha, len(budget.tail_scales)), LOOKS)
     seeds = ctx.rank_seeds()
-    scales = []
-    for scale in budget.tail_scales:
+
+    def setup(scale):
         row, rare = tail_row(scale, TAIL_MAX_VOCAB, ctx.seed)
-        mass = rare_mass(exact_probs(torch.as_tensor(row)[None])[0], rare)
-        planned = math.ceil(budget.tail_expected / mass)
-        ctx.plan(ctx.shard.size(planned) * row.size)
         probs = torch.as_tensor(row, device=ctx.device).repeat(rows_per_call(ctx, row.size), 1)
         rare_t = torch.as_tensor(rare, device=ctx.device)
 
-        def draw(rows, probs=probs, rare_t=rare_t):
+        def draw(rows):
             batch = probs[:min(probs.shape[0], rows)]
             ids = ctx.runner.call({"probs": batch}, next(seeds))
             return int(rare_t[ids].sum()), batch.shape[0]
+        return rare_mass(exact_probs(torch.as_tensor(row)[None])[0], rare), int(row.size), draw
 
-        found = sequential_wins(draw, planned, mass, alpha_look, ctx.shard)
-        scales.append(scale_record(scale, int(row.size), mass, planned, found, alpha_look,
-                                   budget.power))
+    scales, alpha_look = scale_sweep(ctx, ctx.budget.tail_scales, ctx.budget.tail_expected,
+                                     setup)
     return tail_outcome(ctx, scales, alpha_look, "the exact rare mass")
 
 

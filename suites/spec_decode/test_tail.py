@@ -20,17 +20,13 @@ r = 1e-8.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import torch
 
 from harness.errors import KernelFailure
-from harness.stats.binomial import looks_alpha
-from harness.stats.multiple import bonferroni
 from harness.verdict import Outcome
-from suites.rare_wins import LOOKS, scale_record, sequential_wins, tail_outcome
+from suites.rare_wins import scale_sweep, tail_outcome
 from suites.sample.distributions import tail_row
 
 pytestmark = pytest.mark.family("spec-decode")
@@ -47,21 +43,16 @@ def softmax64(logits: np.ndarray) -> np.ndarray:
 
 
 def tail(ctx) -> Outcome:
-    budget = ctx.budget
-    alpha_look = looks_alpha(bonferroni(ctx.alpha, len(budget.tail_scales)), LOOKS)
     seeds = ctx.rank_seeds()
-    scales = []
-    for scale in budget.tail_scales:
+
+    def setup(scale):
         row, rare = tail_row(scale, TAIL_MAX_VOCAB, ctx.seed)
         logits = np.log(row.astype(np.float64)).astype(np.float32)
-        mass = float(np.sum(np.sort(softmax64(logits)[rare])))
-        planned = math.ceil(budget.tail_expected / mass)
-        ctx.plan(ctx.shard.size(planned) * row.size)
         per_call = max(1, ctx.max_call_elements // row.size)
         table = torch.as_tensor(logits, device=ctx.device)[None]
         rare_t = torch.as_tensor(rare, device=ctx.device)
 
-        def draw(count, table=table, rare_t=rare_t, per_call=per_call):
+        def draw(count):
             n = min(count, per_call)
             drafts, _ = ctx.runner.call(
                 {"draft_table": table, "context": 0, "token_ids": [[0] for _ in range(n)],
@@ -73,10 +64,10 @@ def tail(ctx) -> Outcome:
                                     f"drafts, expected 1 (max_model_len {MAX_MODEL_LEN})")
             ids = torch.tensor([d[0] for d in drafts], device=ctx.device)
             return int(rare_t[ids].sum()), n
+        return float(np.sum(np.sort(softmax64(logits)[rare]))), int(row.size), draw
 
-        found = sequential_wins(draw, planned, mass, alpha_look, ctx.shard)
-        scales.append(scale_record(scale, int(row.size), mass, planned, found, alpha_look,
-                                   budget.power))
+    scales, alpha_look = scale_sweep(ctx, ctx.budget.tail_scales, ctx.budget.tail_expected,
+                                     setup)
     return tail_outcome(ctx, scales, alpha_look, "the draft law's exact rare mass",
                         describe=lambda s: (
                             f"rare draft tokens at {s['scale']:g} x head were proposed "
