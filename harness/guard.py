@@ -56,6 +56,16 @@ def guard(name: str, value: torch.Tensor) -> Guarded:
     return Guarded(name, buffer, band, nbytes, tensor)
 
 
+IMMUTABLE = frozenset({int, float, bool, str})
+
+
+def fresh_list(value: list) -> list:
+    """A copy the kernel may change without touching ``value``: a flat list of immutable
+    items (a batch's draft counts) shallow-copied in C, anything else (token ids, lists of
+    lists) deep-copied. The type scan costs ~15 ns an item; deepcopy ~1 us."""
+    return list(value) if set(map(type, value)) <= IMMUTABLE else copy.deepcopy(value)
+
+
 def guarded_copy(inputs: dict) -> tuple[dict, list[Guarded]]:
     """The inputs for one call: tensors guarded, lists copied, the rest as they are."""
     fresh, guards = {}, []
@@ -64,7 +74,7 @@ def guarded_copy(inputs: dict) -> tuple[dict, list[Guarded]]:
             guards.append(guard(name, value))
             fresh[name] = guards[-1].tensor
         elif isinstance(value, list):
-            fresh[name] = copy.deepcopy(value)
+            fresh[name] = fresh_list(value)
         else:
             fresh[name] = value
     return fresh, guards

@@ -92,3 +92,12 @@ def test_the_runner_fails_a_kernel_that_writes_a_read_only_input():
               "bonus_token_ids": torch.tensor([1]), "greedy": torch.tensor([False])}
     with pytest.raises(KernelFailure, match="changed read-only input target_probs: 1 of 2 "):
         runner.call(inputs, 0)
+
+
+def test_fresh_lists_are_copies_down_to_their_immutable_items():
+    """A kernel that edits its list inputs, flat or nested, never reaches the caller's."""
+    inputs = {"counts": [1, 2, 3], "token_ids": [[0, 1], [2]]}
+    fresh, _ = guarded_copy(inputs)
+    fresh["counts"][0] = 9
+    fresh["token_ids"][1].append(7)
+    assert inputs == {"counts": [1, 2, 3], "token_ids": [[0, 1], [2]]}
