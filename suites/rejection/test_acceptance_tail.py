@@ -85,6 +85,7 @@ def acceptance_tail(ctx) -> Outcome:
 
     ratios, alpha_look = scale_sweep(ctx, budget.accept_ratios, budget.accept_expected, setup,
                                      cap=budget.accept_trials)
+    smallest = ratios[-1]
     return tail_outcome(ctx, ratios, alpha_look, "min(1, p/q)",
                         describe=lambda s: (
                             f"drafts of p/q = {s['rare_mass']:.3g} were accepted "
@@ -92,8 +93,9 @@ def acceptance_tail(ctx) -> Outcome:
                             f"{s['expected']:.2f} were expected"),
                         events="accepted drafts",
                         effect=f"relative excess of the acceptance rate at p/q = "
-                               f"{ratios[-1]['rare_mass']:.3g}",
-                        mde=ratios[-1]["min_detectable_excess"])
+                               f"{smallest['rare_mass']:.3g} (an added rate of "
+                               f"{smallest['min_detectable_excess'] * smallest['rare_mass']:.2g})",
+                        mde=smallest["min_detectable_excess"])
 
 
 @pytest.mark.statistical
