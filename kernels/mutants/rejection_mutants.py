@@ -192,8 +192,8 @@ def _accept_half_uniform(uniform, p_draft, q_draft, generator: torch.Generator):
 
 @mutant(("acceptance_tail",), "quick",
         bug="the acceptance uniform drawn in the probs' half precision (torch.rand_like on "
-            "float16 probs): u = 0 with probability 2^-12 to 2^-11, so drafts of p/q below 1e-4 "
-            "are accepted several times too often")
+            "float16 probs): u = 0 with probability about 2^-12, so drafts of p/q below 1e-4 are "
+            "accepted several times too often")
 def accept_half_uniform(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
     """torch-rejection whose acceptance uniform is a float16 ``torch.rand``."""
     generator = seeded_generator(target_probs.device, seed ^ 0x1E1E1E1)
