@@ -73,6 +73,17 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--report-dir", default=None)
     bench.add_argument("--cuda-graph", action="store_true",
                        help="time CUDA-graph replay of each call (launch cost apart)")
+    bench.add_argument("--repeat", type=_positive(int), default=3, metavar="N",
+                       help="isolated repeats of each figure; the table shows their median "
+                            "and min-max (default 3)")
+    bench.add_argument("--calls", type=_positive(int), default=None, metavar="N",
+                       help="timed calls per repeat (default 50 on a GPU, 5 on a CPU)")
+    bench.add_argument("--launch", action="append", default=[], metavar="KEY=V[,V...]",
+                       help="time the kernels also under these launch settings (keyword "
+                            "arguments of the kernel function; repeatable: the grid of all "
+                            "combinations)")
+    bench.add_argument("--ceiling", action="store_true",
+                       help="measure the read ceiling and show each figure as its percent")
     from harness.simulate import add_arguments
     add_arguments(sub.add_parser("simulate", help="run the speculative-decoding engine"))
     from harness import calibrate, compare, reproduce
@@ -212,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "bench":
             from harness.bench import run_bench
             return run_bench(args.family, args.kernel, args.device, args.shape,
-                             _report_dir(args.report_dir), args.cuda_graph, args.ids)
+                             _report_dir(args.report_dir), args.cuda_graph, args.ids,
+                             args.repeat, args.calls, args.launch, args.ceiling)
         if args.command == "simulate":
             from harness.simulate import run_simulate
             return run_simulate(args, _report_dir(args.report_dir))
