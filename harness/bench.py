@@ -47,7 +47,8 @@ from harness.timing import Spread, release, same_output, time_entry
 def copy_bandwidth(device: torch.device, repeat: int = 3) -> float:
     """Bytes per second of a large device copy, counting bytes read and written (graph
     replay on a GPU, the median of ``repeat`` isolated repeats)."""
-    n = (1 << 28) if device.type == "cuda" else (1 << 22)
+    cuda = device.type == "cuda"
+    n = (1 << 28) if cuda else (1 << 20)
     dst = {}
 
     def copy(work, _seed):
@@ -57,8 +58,8 @@ def copy_bandwidth(device: torch.device, repeat: int = 3) -> float:
 
     figures = []
     for _ in range(repeat):
-        ms = time_entry(copy, lambda: {"src": torch.ones(n, device=device)}, device, 20,
-                        graph=device.type == "cuda")[1]
+        ms = time_entry(copy, lambda: {"src": torch.ones(n, device=device)}, device,
+                        20 if cuda else 3, graph=cuda)[1]
         dst.clear()
         figures.append(ms)
     return 2 * n * 4 / (Spread(tuple(figures)).median * 1e-3)

@@ -113,9 +113,10 @@ def same_output(a, b) -> bool:
 
 
 def release(device: torch.device) -> None:
-    """Free what an entry left: Python garbage, then the allocator's cached blocks."""
-    gc.collect()
+    """Free what an entry left on a GPU: Python garbage (graphs, tensors in cycles), then
+    the caching allocator's blocks. Nothing on a CPU."""
     if device.type == "cuda":
+        gc.collect()
         torch.cuda.synchronize(device)
         torch.cuda.empty_cache()
 

@@ -1,0 +1,167 @@
+"""The benchmark's bookkeeping on a CPU: strict JSON, the spread of repeats, the reason a
+kernel gets when it cannot be captured, the floor's percentage in eager mode, and the
+launch-settings grid. (The CUDA timing itself runs only on a GPU.)"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import torch
+
+from harness.bench import build_rows, render, run_bench, strict_json
+from harness.errors import HarnessError
+from harness.launch import bind, label, launch_parameters, parse_grid
+from harness.timing import NotCapturable, capture_reason, classify_capture, time_entry
+
+CPU = torch.device("cpu")
+
+
+def _no_constants(name):
+    raise ValueError(f"non-strict JSON constant {name}")
+
+
+def strict_load(text: str):
+    """json.loads that refuses NaN, Infinity and -Infinity."""
+    return json.loads(text, parse_constant=_no_constants)
+
+
+KERNELS = '''
+import torch
+
+
+def scaled(probs, seed, *, scale=1):
+    """argmax, whatever the launch scale (a launch setting that changes nothing)."""
+    return torch.argmax(probs * scale, dim=1)
+
+
+def shifted(probs, seed, *, shift=0):
+    """argmax moved by ``shift``: a launch setting that changes the output."""
+    return (torch.argmax(probs, dim=1) + shift) % probs.shape[1]
+
+
+def broken(probs, seed):
+    raise RuntimeError("no kernel here")
+'''
+
+
+@pytest.fixture
+def kernels(tmp_path):
+    path = tmp_path / "user_kernels.py"
+    path.write_text(KERNELS)
+    return str(path)
+
+
+def test_strict_json_maps_non_finite_figures_to_null():
+    text = strict_json({"a": float("nan"), "b": [float("inf"), 1.5], "c": {"d": -float("inf")}})
+    assert strict_load(text) == {"a": None, "b": [None, 1.5], "c": {"d": None}}
+
+
+def test_bench_json_is_strict_and_each_figure_has_its_repeats(tmp_path, kernels, capsys):
+    run_bench("sample", [f"{kernels}:scaled", f"{kernels}:broken"], "cpu", ["3x33"], tmp_path,
+              repeat=3, calls=1)
+    report = strict_load((tmp_path / "bench.json").read_text())
+    rows = {row["kernel"].rpartition(":")[2]: row for row in report["rows"]}
+    assert report["repeat"] == 3
+    for name in ("torch-fp32", "torch-fp64", "scaled"):
+        row = rows[name]
+        assert len(row["repeats_ms"]) == 3 and row["reason"] is None
+        assert row["min_ms"] <= row["median_ms"] <= row["max_ms"]
+        assert row["pct_of_floor"] > 0 and row["GB_per_s"] > 0     # eager mode has the floor
+    broken = rows["broken"]
+    assert broken["median_ms"] is None and broken["pct_of_floor"] is None
+    assert "RuntimeError: no kernel here" in broken["reason"]
+    table = capsys.readouterr().out
+    assert "% of floor" in table and "no figure [1]" in table
+    assert "[1] " in table and "no kernel here" in table
+
+
+def test_capture_reasons():
+    assert capture_reason(None, []) is None
+    raised = capture_reason(RuntimeError("operation not permitted when stream is capturing\n"
+                                         "more"), [])
+    assert raised == ("capture raised RuntimeError: operation not permitted when stream is "
+                      "capturing")
+    empty = warnings.WarningMessage(UserWarning("The CUDA Graph is empty. This usually means"),
+                                    UserWarning, "x.py", 1)
+    assert "graph is empty" in capture_reason(None, [empty])
+    other = warnings.WarningMessage(UserWarning("something unrelated"), UserWarning, "x.py", 1)
+    assert capture_reason(None, [other]) is None
+    assert capture_reason(NotCapturable("replay differs"), []) == "replay differs"
+
+
+def test_classify_capture_turns_a_raise_or_an_empty_graph_warning_into_a_reason():
+    assert classify_capture(lambda: 7) == 7
+
+    def raising():
+        raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+
+    def empty():
+        warnings.warn("The CUDA Graph is empty. This usually means that the graph was "
+                      "attempted to be captured on wrong device or stream.", UserWarning,
+                      stacklevel=1)
+        return object()
+
+    for capture, words in ((raising, "capture raised RuntimeError"), (empty, "graph is empty")):
+        with pytest.raises(NotCapturable, match=words):
+            classify_capture(capture)
+
+
+def test_an_uncapturable_call_gets_a_reason_and_keeps_its_eager_figures():
+    """On a CPU every capture fails, which exercises the path of a kernel that cannot be
+    captured: the repeat returns its eager figure and the reason, and the row shows the
+    eager figure and its percent of the floor beside a numbered note."""
+    eager, reason = time_entry(lambda work, seed: work["x"].sum(),
+                               lambda: {"x": torch.ones(8)}, CPU, calls=2, graph=True)
+    assert eager > 0 and isinstance(reason, str) and reason.startswith("capture raised")
+    entry = {"key": ("8", "k", "default"), "shape": "8", "kernel": "k", "setting": {}}
+    rows = build_rows([entry], {entry["key"]: [eager] * 3}, {entry["key"]: [reason] * 3}, {},
+                      {"8": 32}, 1e9, {}, (), cuda_graph=True)
+    row = rows[0]
+    assert row["median_ms"] is None and row["reason"] == reason
+    assert row["eager_median_ms"] == eager and row["eager_pct_of_floor"] > 0
+    table = render("h", rows, "B", (), cuda_graph=True, ceiling=False)
+    assert "no figure [1]" in table and f"[1] k at 8: {reason}" in table
+    strict_load(strict_json({"rows": rows}))
+
+
+def test_launch_grid_syntax():
+    assert parse_grid([]) == [{}]
+    assert parse_grid(["warps=4,8", "stages=3", "late=True"]) == [
+        {"warps": 4, "stages": 3, "late": True}, {"warps": 8, "stages": 3, "late": True}]
+    assert parse_grid(["mode=fast,None"]) == [{"mode": "fast"}, {"mode": None}]
+    assert label({"warps": 8, "stages": 3}) == "warps=8 stages=3" and label({}) == "default"
+    for bad, words in ((["warps"], "KEY=VALUE"), (["=4"], "KEY=VALUE"), (["warps="], "KEY="),
+                       (["warps=4", "warps=8"], "twice")):
+        with pytest.raises(HarnessError, match=words):
+            parse_grid(bad)
+
+
+def test_launch_settings_bind_as_keyword_arguments():
+    def kernel(probs, seed, *, warps=4, stages=3):
+        return probs, seed, warps, stages
+
+    assert launch_parameters(kernel, ("probs", "seed")) == {"warps": 4, "stages": 3}
+    assert bind("k", kernel, ("probs", "seed"), {"warps": 8})(1, 2) == (1, 2, 8, 3)
+    assert bind("k", kernel, ("probs", "seed"), {}) is kernel
+    with pytest.raises(HarnessError, match="'k' has no launch setting 'tile'; it takes stages"):
+        bind("k", kernel, ("probs", "seed"), {"tile": 1})
+    with pytest.raises(HarnessError, match="it takes none"):
+        bind("k", lambda probs, seed: probs, ("probs", "seed"), {"warps": 8})
+
+
+def test_bench_launch_grid_rows_say_whether_the_output_is_unchanged(tmp_path, kernels):
+    run_bench("sample", [f"{kernels}:scaled"], "cpu", ["2x17"], tmp_path, repeat=1, calls=1,
+              launch=["scale=2,3"])
+    rows = strict_load((tmp_path / "bench.json").read_text())["rows"]
+    mine = [r for r in rows if r["kernel"].endswith(":scaled")]
+    assert [r["launch"] for r in mine] == [{}, {"scale": 2}, {"scale": 3}]
+    assert [r.get("same_as_default") for r in mine] == [None, True, True]
+    run_bench("sample", [f"{kernels}:shifted"], "cpu", ["2x17"], tmp_path, repeat=1, calls=1,
+              launch=["shift=1"])
+    rows = strict_load((tmp_path / "bench.json").read_text())["rows"]
+    assert [r.get("same_as_default") for r in rows if r["launch"]] == [False]
+    assert "| NO |" in (tmp_path / "bench.md").read_text()
+    with pytest.raises(HarnessError, match="no launch setting 'warps'"):
+        run_bench("sample", [f"{kernels}:scaled"], "cpu", ["2x17"], tmp_path, launch=["warps=4"])
