@@ -41,7 +41,7 @@ from harness.loader import load
 from harness.registry import by_role
 from harness.reports import atomic_write
 from harness.runner import resolve_device
-from harness.timing import Spread, release, same_output, time_entry
+from harness.timing import Spread, profile_table, release, same_output, time_entry
 
 
 def copy_bandwidth(device: torch.device, repeat: int = 3) -> float:
@@ -228,7 +228,7 @@ def _compare_settings(entries: list[dict], make_inputs, device: torch.device) ->
 def run_bench(family_name: str, targets: list[str], device: str, shapes: list[str],
               report_dir: Path, cuda_graph: bool = False, variants: list[str] = (),
               repeat: int = 3, calls: int | None = None, launch: list[str] = (),
-              ceiling: bool = False) -> int:
+              ceiling: bool = False, profile: bool = False) -> int:
     family = FAMILIES[family_name]
     spec = family.bench
     if spec is None:
@@ -305,6 +305,13 @@ def run_bench(family_name: str, targets: list[str], device: str, shapes: list[st
     table = render(header, rows, spec.shape_help, spec.baselines, cuda_graph, ceiling)
     print(table)
     atomic_write(report_dir / "bench.md", table)
+    if profile:
+        profiles = "".join(
+            f"## {e['kernel']} at {e['shape']} ({label(e['setting'])})\n\n"
+            + profile_table(e["call"], lambda s=e["shape"]: make_inputs(s), dev) + "\n"
+            for e in entries if e["key"] not in reasons)
+        print(profiles)
+        atomic_write(report_dir / "bench-profile.md", profiles)
     atomic_write(report_dir / "bench.json", strict_json({
         "header": header, "device": dev.type, "repeat": repeat, "calls": calls,
         "copy_bandwidth_bytes_per_s": bandwidth,

@@ -53,9 +53,9 @@ def row_sum(x: torch.Tensor, block: int = 4096, warps: int = 8, per_sm: int = 4,
     about ``per_sm`` programs per SM."""
     import triton
 
-    from kernels.split_scratch import multiprocessors
     batch, cols = x.shape
-    splits = max(1, min(triton.cdiv(per_sm * multiprocessors(x.device), batch),
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    splits = max(1, min(triton.cdiv(per_sm * sms, batch),
                         triton.cdiv(cols, block)))
     chunk = triton.cdiv(triton.cdiv(cols, splits), block) * block
     splits = triton.cdiv(cols, chunk)

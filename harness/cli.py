@@ -84,6 +84,9 @@ def _parser() -> argparse.ArgumentParser:
                             "combinations)")
     bench.add_argument("--ceiling", action="store_true",
                        help="measure the read ceiling and show each figure as its percent")
+    bench.add_argument("--profile", action="store_true",
+                       help="also print torch.profiler's table of each entry's eager calls "
+                            "(written to bench-profile.md)")
     from harness.simulate import add_arguments
     add_arguments(sub.add_parser("simulate", help="run the speculative-decoding engine"))
     from harness import calibrate, compare, reproduce
@@ -224,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
             from harness.bench import run_bench
             return run_bench(args.family, args.kernel, args.device, args.shape,
                              _report_dir(args.report_dir), args.cuda_graph, args.ids,
-                             args.repeat, args.calls, args.launch, args.ceiling)
+                             args.repeat, args.calls, args.launch, args.ceiling,
+                             args.profile)
         if args.command == "simulate":
             from harness.simulate import run_simulate
             return run_simulate(args, _report_dir(args.report_dir))

@@ -288,3 +288,30 @@ def host_us(fn: Callable[[], object], reps: int = 300) -> float:
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     return elapsed / reps * 1e6
+
+
+def profile_table(call: Callable[[dict, int], object], make_inputs: Callable[[], dict],
+                  device: torch.device, calls: int = 5, rows: int = 14) -> str:
+    """torch.profiler's table of ``calls`` eager calls after the warm-up, sorted by device
+    time on a GPU (host time on a CPU): where one call's time goes, launch by launch. The
+    inputs' refresh before each call shows as copy rows."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = device.type == "cuda"
+    try:
+        work = _Work(make_inputs())
+        for i in range(WARM_CALLS):
+            work.refresh()
+            call(work.work, 1000 + i)
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+        with profile(activities=activities) as prof:
+            for i in range(calls):
+                work.refresh()
+                call(work.work, 1000 + i)
+            if cuda:
+                torch.cuda.synchronize(device)
+        del work
+        return prof.key_averages().table(
+            sort_by="cuda_time_total" if cuda else "cpu_time_total", row_limit=rows)
+    finally:
+        release(device)

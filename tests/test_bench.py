@@ -13,7 +13,13 @@ import torch
 from harness.bench import build_rows, render, run_bench, strict_json
 from harness.errors import HarnessError
 from harness.launch import bind, label, launch_parameters, parse_grid
-from harness.timing import NotCapturable, capture_reason, classify_capture, time_entry
+from harness.timing import (
+    NotCapturable,
+    capture_reason,
+    classify_capture,
+    profile_table,
+    time_entry,
+)
 
 CPU = torch.device("cpu")
 
@@ -165,3 +171,34 @@ def test_bench_launch_grid_rows_say_whether_the_output_is_unchanged(tmp_path, ke
     assert "| NO |" in (tmp_path / "bench.md").read_text()
     with pytest.raises(HarnessError, match="no launch setting 'warps'"):
         run_bench("sample", [f"{kernels}:scaled"], "cpu", ["2x17"], tmp_path, launch=["warps=4"])
+
+
+def test_module_globals_become_keyword_launch_settings(monkeypatch):
+    """benchmarks/module_launch.py: a kernel whose launch is module globals gets them as
+    keyword settings, set for one call and restored after it; a global that no longer
+    exists turns the kernel into one that says so when called."""
+    import sys
+    import types
+
+    from harness.loader import _import_attr
+
+    fake = types.ModuleType("fake_launch_kernel")
+    fake.GPU_WARPS = 4
+    fake.race = lambda probs, seed: (probs, seed, fake.GPU_WARPS)
+    monkeypatch.setitem(sys.modules, "fake_launch_kernel", fake)
+    wrap = _import_attr("benchmarks/module_launch.py:with_module_launch")
+    kernel = wrap("fake_launch_kernel:race", ("probs", "seed"),
+                  {"warps": ("fake_launch_kernel", "GPU_WARPS")})
+    assert launch_parameters(kernel, ("probs", "seed")) == {"warps": 4}
+    assert bind("k", kernel, ("probs", "seed"), {"warps": 8})(1, 2) == (1, 2, 8)
+    assert fake.GPU_WARPS == 4 and kernel(1, 2) == (1, 2, 4)
+    gone = wrap("fake_launch_kernel:race", ("probs", "seed"),
+                {"tile": ("fake_launch_kernel", "GPU_TILE")})
+    with pytest.raises(AttributeError, match="no global fake_launch_kernel.GPU_TILE"):
+        gone(1, 2)
+
+
+def test_profile_table_shows_where_a_call_spends_its_time():
+    table = profile_table(lambda work, seed: torch.argmax(work["x"], dim=1),
+                          lambda: {"x": torch.rand(2, 17)}, CPU, calls=2)
+    assert "aten::argmax" in table
