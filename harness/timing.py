@@ -60,23 +60,35 @@ class NotCapturable(Exception):
     """A call that cannot be timed as a CUDA graph; the message is the reason."""
 
 
+def _first_line(text: str) -> str:
+    lines = str(text).strip().splitlines()
+    return lines[0][:160] if lines else ""
+
+
 def capture_reason(error: BaseException | None, caught: list) -> str | None:
-    """Why a capture failed, or None when it succeeded: the exception it raised (its type
-    and first line), else a warning torch gave while capturing, such as "The CUDA Graph is
-    empty" (the call launched no device work inside the capture: it ran on the host, or
-    synchronised and was skipped). Pure: fed the outcome of a capture, for testing."""
+    """Why a capture failed, or None when it succeeded. In order: torch's warning that the
+    graph is empty (the call launched no device work while captured: it ran on the host);
+    our own NotCapturable (a replay that differs from the eager call); the exception the
+    capture raised, traced back to the first one (ending a broken capture raises again;
+    the first error is the cause), with its type and first line, and a note when it is a
+    synchronisation; any other warning about the graph. Pure: fed the outcome of a
+    capture, for testing."""
+    lines = [_first_line(getattr(w, "message", w)) for w in caught]
+    if any("graph" in line.lower() and "empty" in line.lower() for line in lines):
+        return ("the captured graph is empty: the call launched no device work while "
+                "captured (it runs on the host)")
     if isinstance(error, NotCapturable):
         return str(error)
     if error is not None:
-        first = str(error).strip().splitlines()[0][:160] if str(error).strip() else ""
-        return f"capture raised {type(error).__name__}" + (f": {first}" if first else "")
-    for warning in caught:
-        text = str(getattr(warning, "message", warning)).strip().splitlines()
-        line = text[0][:160] if text else ""
+        while (isinstance(error.__context__, Exception)
+               and "previous error" in _first_line(error).lower()):
+            error = error.__context__
+        first = _first_line(error)
+        sync = ("; the call synchronises with the host (.item(), .tolist(), .cpu(), a "
+                "pageable copy)" if "capturing" in first.lower() else "")
+        return f"capture raised {type(error).__name__}" + (f": {first}" if first else "") + sync
+    for line in lines:
         if "graph" in line.lower():
-            if "empty" in line.lower():
-                return ("the captured graph is empty: the call launched no device work while "
-                        "captured (host-side work or a synchronisation)")
             return f"capture warned: {line}"
     return None
 

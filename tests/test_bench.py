@@ -85,13 +85,21 @@ def test_bench_json_is_strict_and_each_figure_has_its_repeats(tmp_path, kernels,
 
 def test_capture_reasons():
     assert capture_reason(None, []) is None
-    raised = capture_reason(RuntimeError("operation not permitted when stream is capturing\n"
-                                         "more"), [])
-    assert raised == ("capture raised RuntimeError: operation not permitted when stream is "
-                      "capturing")
+    raised = capture_reason(RuntimeError("CUDA error: out of memory\nmore"), [])
+    assert raised == "capture raised RuntimeError: CUDA error: out of memory"
+    try:                                          # ending a broken capture raises again
+        try:
+            raise RuntimeError("operation not permitted when stream is capturing")
+        except RuntimeError:
+            raise RuntimeError("operation failed due to a previous error during capture")  # noqa: B904
+    except RuntimeError as exc:
+        chained = capture_reason(exc, [])
+    assert chained.startswith("capture raised RuntimeError: operation not permitted when "
+                              "stream is capturing; the call synchronises with the host")
     empty = warnings.WarningMessage(UserWarning("The CUDA Graph is empty. This usually means"),
                                     UserWarning, "x.py", 1)
     assert "graph is empty" in capture_reason(None, [empty])
+    assert "graph is empty" in capture_reason(RuntimeError("replay without capture"), [empty])
     other = warnings.WarningMessage(UserWarning("something unrelated"), UserWarning, "x.py", 1)
     assert capture_reason(None, [other]) is None
     assert capture_reason(NotCapturable("replay differs"), []) == "replay differs"
