@@ -171,8 +171,12 @@ def _capture(call, work: _Work, seed: int):
     graph = torch.cuda.CUDAGraph()
     work.refresh()
     torch.cuda.synchronize()
-    with torch.cuda.graph(graph, stream=side):
-        out = call(work.work, seed)
+    main = torch.cuda.current_stream()
+    try:
+        with torch.cuda.graph(graph, stream=side):
+            out = call(work.work, seed)
+    finally:                   # a capture_end that raises leaves the side stream current
+        torch.cuda.set_stream(main)
     work.refresh()
     graph.replay()
     torch.cuda.synchronize()
