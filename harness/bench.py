@@ -49,20 +49,12 @@ def copy_bandwidth(device: torch.device, repeat: int = 3) -> float:
     replay on a GPU, the median of ``repeat`` isolated repeats)."""
     cuda = device.type == "cuda"
     n = (1 << 28) if cuda else (1 << 20)
-    dst = {}
-
-    def copy(work, _seed):
-        if "dst" not in dst:
-            dst["dst"] = torch.empty_like(work["src"])
-        return dst["dst"].copy_(work["src"])
-
-    figures = []
-    for _ in range(repeat):
-        ms = time_entry(copy, lambda: {"src": torch.ones(n, device=device)}, device,
-                        20 if cuda else 3, graph=cuda)[1]
-        dst.clear()
-        figures.append(ms)
-    return 2 * n * 4 / (Spread(tuple(figures)).median * 1e-3)
+    figures = tuple(time_entry(lambda work, _seed: work["dst"].copy_(work["src"]),
+                               lambda: {"src": torch.ones(n, device=device),
+                                        "dst": torch.empty(n, device=device)},
+                               device, 20 if cuda else 3, graph=cuda)[1]
+                    for _ in range(repeat))
+    return 2 * n * 4 / (Spread(figures).median * 1e-3)
 
 
 def with_variants(shapes: list[str], variants: list[str], defaults: tuple[str, ...]) -> list[str]:
@@ -122,10 +114,10 @@ def build_rows(entries: list[dict], eager: dict, graph: dict, reasons: dict, flo
         key, shape = entry["key"], entry["shape"]
         floor, ceiling = floors[shape], ceilings.get(shape)
         eager_spread = Spread(tuple(eager[key])) if eager.get(key) else None
-        graphed = [f for f in graph.get(key, []) if not isinstance(f, str)]
-        graph_spread = Spread(tuple(graphed)) if graphed and cuda_graph else None
         reason = reasons.get(key) or next(
             (f for f in graph.get(key, []) if isinstance(f, str)), None)
+        graph_spread = (Spread(tuple(graph[key])) if cuda_graph and graph.get(key)
+                        and reason is None else None)   # one repeat not captured: none is
         main = graph_spread if cuda_graph else eager_spread
         row = {"shape": shape, "kernel": entry["kernel"], "launch": entry["setting"],
                "timing": "graph" if cuda_graph else "eager", "reason": reason,
