@@ -67,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="time this kernel beside the family's baselines (repeatable)")
     bench.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     bench.add_argument("--shape", action="append", default=[], metavar="SHAPE",
-                       help="sample: BxV; rejection: BxKxV; logprobs: BxVxK (repeatable)")
+                       help="sample: BxV; rejection, draft-probs: BxKxV; logprobs: "
+                            "BxVxK[:top|random]; sample-logits: BxV[:filter] (repeatable)")
     bench.add_argument("--ids", action="append", default=[], metavar="IDS",
                        help="logprobs: requested ids top | random (repeatable; default both)")
     bench.add_argument("--report-dir", default=None)
