@@ -210,3 +210,26 @@ def test_profile_table_shows_where_a_call_spends_its_time():
     table = profile_table(lambda work, seed: torch.argmax(work["x"], dim=1),
                           lambda: {"x": torch.rand(2, 17)}, CPU, calls=2)
     assert "aten::argmax" in table
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_on_a_gpu_each_call_gets_a_graph_figure_or_the_reason_it_has_none():
+    import itertools
+
+    dev = torch.device("cuda")
+
+    def make_inputs():
+        return {"x": torch.rand(64, 1000, device=dev)}
+
+    def timed(call):
+        eager, graph = time_entry(call, make_inputs, dev, calls=5, graph=True)
+        assert eager > 0
+        return graph
+
+    assert timed(lambda work, seed: work["x"].argmax(dim=1)) > 0
+    assert "synchronises with the host" in timed(lambda work, seed: work["x"].sum().item())
+    assert "graph is empty" in timed(lambda work, seed: torch.zeros(3))
+    counter = itertools.count()                   # a host value baked into the graph
+    assert "differs from the eager call" in timed(
+        lambda work, seed: work["x"][:, 0] * 0 + next(counter))
+    assert torch.cuda.current_stream() == torch.cuda.default_stream()
