@@ -3,7 +3,9 @@
 A kernel's launch settings are the keyword arguments of its function beyond the family's
 contract, each with a default (warps, stages, programs per SM, block widths ...): the
 harness calls a kernel positionally with the contract's arguments, so such a keyword never
-changes what the kernel computes, only how it is launched. ``sampling-harness bench
+changes what the kernel computes, only how it is launched. A kernel may instead carry a
+factory, ``fn.with_launch(**settings) -> kernel``, whose keyword parameters with defaults
+are its settings. ``sampling-harness bench
 --launch KEY=VALUE[,VALUE...]`` times every combination of the values given (a grid, the
 Cartesian product over keys) by binding them as keyword arguments: no module global is
 patched, so two settings can be timed side by side in one process.
@@ -53,11 +55,20 @@ def label(setting: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in setting.items()) or "default"
 
 
+FACTORY = "with_launch"
+
+
+def _factory(fn: Callable) -> Callable | None:
+    factory = getattr(fn, FACTORY, None)
+    return factory if callable(factory) else None
+
+
 def launch_parameters(fn: Callable, contract: tuple[str, ...]) -> dict[str, object]:
-    """The launch settings ``fn`` accepts: its keyword-capable parameters that are not in
-    the family's contract and have a default, with those defaults."""
+    """The launch settings ``fn`` accepts: the keyword-capable parameters with a default of
+    its ``with_launch`` factory if it has one, else of ``fn`` itself outside the family's
+    contract, with those defaults."""
     try:
-        parameters = inspect.signature(fn).parameters.values()
+        parameters = inspect.signature(_factory(fn) or fn).parameters.values()
     except (TypeError, ValueError):
         return {}
     return {p.name: p.default for p in parameters
@@ -78,4 +89,5 @@ def bind(name: str, fn: Callable, contract: tuple[str, ...], setting: dict) -> C
                  "function beyond the contract)")
         raise HarnessError(f"kernel {name!r} has no launch setting "
                            f"{', '.join(map(repr, unknown))}; {takes}")
-    return functools.partial(fn, **setting)
+    factory = _factory(fn)
+    return factory(**setting) if factory else functools.partial(fn, **setting)

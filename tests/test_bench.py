@@ -164,6 +164,15 @@ def test_launch_settings_bind_as_keyword_arguments():
     with pytest.raises(HarnessError, match="it takes none"):
         bind("k", lambda probs, seed: probs, ("probs", "seed"), {"warps": 8})
 
+    def made(probs, seed):                      # a kernel carrying a launch factory
+        return probs, seed, 4
+
+    made.with_launch = lambda warps=4: (lambda probs, seed: (probs, seed, warps))
+    assert launch_parameters(made, ("probs", "seed")) == {"warps": 4}
+    assert bind("m", made, ("probs", "seed"), {"warps": 16})(1, 2) == (1, 2, 16)
+    with pytest.raises(HarnessError, match="'m' has no launch setting 'tile'; it takes warps"):
+        bind("m", made, ("probs", "seed"), {"tile": 1})
+
 
 def test_bench_launch_grid_rows_say_whether_the_output_is_unchanged(tmp_path, kernels):
     run_bench("sample", [f"{kernels}:scaled"], "cpu", ["2x17"], tmp_path, repeat=1, calls=1,
