@@ -140,6 +140,10 @@ def _cell(value, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:.0f}%"
+
+
 def _spread(row: dict, prefix: str = "") -> str:
     low, high = row[f"{prefix}min_ms"], row[f"{prefix}max_ms"]
     return "-" if low is None else f"{low:.4f}-{high:.4f}"
@@ -167,15 +171,15 @@ def render(header: str, rows: list[dict], shape_help: str, baselines: tuple[str,
         cells += [main, _spread(r)]
         if cuda_graph:
             cells += [_cell(r["eager_median_ms"], ".4f"), _spread(r, "eager_")]
-        cells += [_cell(r["GB_per_s"], ".1f"), _cell(r["pct_of_floor"], ".0f") + "%"]
+        cells += [_cell(r["GB_per_s"], ".1f"), _pct(r["pct_of_floor"])]
         if cuda_graph:
-            cells.append(_cell(r["eager_pct_of_floor"], ".0f") + "%")
+            cells.append(_pct(r["eager_pct_of_floor"]))
         if ceiling:
-            cells.append(_cell(r["pct_of_ceiling"], ".0f") + "%")
+            cells.append(_pct(r["pct_of_ceiling"]))
         cells += [_cell(r[f"vs_{b}"], ".2f") for b in baselines]
         if launch:
             cells.append({True: "yes", False: "NO", None: "-"}[r.get("same_as_default")])
-        lines.append("| " + " | ".join(c.replace("-%", "-") for c in cells) + " |")
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
