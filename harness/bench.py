@@ -130,9 +130,12 @@ def build_rows(entries: list[dict], eager: dict, graph: dict, reasons: dict, flo
     for row in rows:
         for base in baselines:
             ref = next((r for r in rows if r["shape"] == row["shape"] and r["kernel"] == base
-                        and not r["launch"]), None)
-            ok = ref and ref["median_ms"] and row["median_ms"]
-            row[f"vs_{base}"] = ref["median_ms"] / row["median_ms"] if ok else None
+                        and not r["launch"]), None) or {}
+            basis = "eager" if cuda_graph and ref.get("median_ms") is None else row["timing"]
+            theirs = ref.get("eager_median_ms" if basis != row["timing"] else "median_ms")
+            ok = theirs and row["median_ms"]
+            row[f"vs_{base}"] = theirs / row["median_ms"] if ok else None
+            row[f"vs_{base}_basis"] = basis if ok else None
     return rows
 
 
@@ -176,10 +179,13 @@ def render(header: str, rows: list[dict], shape_help: str, baselines: tuple[str,
             cells.append(_pct(r["eager_pct_of_floor"]))
         if ceiling:
             cells.append(_pct(r["pct_of_ceiling"]))
-        cells += [_cell(r[f"vs_{b}"], ".2f") for b in baselines]
+        cells += [_cell(r[f"vs_{b}"], ".2f") + ("*" if r[f"vs_{b}_basis"] == "eager"
+                                                 and cuda_graph else "") for b in baselines]
         if launch:
             cells.append({True: "yes", False: "NO", None: "-"}[r.get("same_as_default")])
         lines.append("| " + " | ".join(cells) + " |")
+    if any(r[f"vs_{b}_basis"] == "eager" for r in rows for b in baselines) and cuda_graph:
+        notes.append("* against the baseline's eager figure: the baseline has no graph figure")
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 

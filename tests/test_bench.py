@@ -138,6 +138,12 @@ def test_an_uncapturable_call_gets_a_reason_and_keeps_its_eager_figures():
     table = render("h", rows, "B", (), cuda_graph=True, ceiling=False)
     assert "no figure [1]" in table and f"[1] k at 8: {reason}" in table
     strict_load(strict_json({"rows": rows}))
+    mine = {**entry, "key": ("8", "mine", "default"), "kernel": "mine"}
+    rows = build_rows([entry, mine], {entry["key"]: [4.0], mine["key"]: [3.0]},
+                      {entry["key"]: [reason], mine["key"]: [1.0]}, {}, {"8": 32}, 1e9, {},
+                      ("k",), cuda_graph=True)
+    assert rows[1]["vs_k"] == 4.0 and rows[1]["vs_k_basis"] == "eager"   # k: eager only
+    assert "| 4.00* |" in render("h", rows, "B", ("k",), cuda_graph=True, ceiling=False)
 
 
 def test_launch_grid_syntax():
