@@ -287,7 +287,7 @@ def run_bench(family_name: str, targets: list[str], device: str, shapes: list[st
                 continue
             try:
                 e, g = time_entry(entry["call"], lambda s=entry["shape"]: make_inputs(s), dev,
-                                  calls, graph=cuda_graph)
+                                  calls, graph=cuda_graph, check=family.validate)
             except Exception as exc:   # noqa: BLE001 - a kernel that raises gets a reason
                 first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
                 reasons[key] = f"the call raised {type(exc).__name__}: {first}"
