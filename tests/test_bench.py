@@ -252,3 +252,16 @@ def test_on_a_gpu_each_call_gets_a_graph_figure_or_the_reason_it_has_none():
     assert "fails the family's validation: not the argmax" in timed(
         lambda work, seed: work["x"].argmax(dim=1) + next(counter), argmax_of)
     assert torch.cuda.current_stream() == torch.cuda.default_stream()
+
+
+def test_read_ceiling_is_the_fastest_reader_and_bench_shows_its_percent(tmp_path, kernels):
+    from harness.ceiling import read_ceiling
+
+    bandwidth, reader = read_ceiling(4, 100, CPU, calls=1)
+    assert bandwidth > 0 and reader in ("torch.sum", "torch.amax")
+    run_bench("sample", [f"{kernels}:scaled"], "cpu", ["2x17"], tmp_path, repeat=1, calls=1,
+              ceiling=True)
+    report = strict_load((tmp_path / "bench.json").read_text())
+    assert report["ceilings"][0]["rows"] == 2 and report["ceilings"][0]["bytes_per_s"] > 0
+    assert all(row["pct_of_ceiling"] > 0 for row in report["rows"])
+    assert "% of ceiling" in (tmp_path / "bench.md").read_text()
