@@ -297,7 +297,8 @@ def run_bench(family_name: str, targets: list[str], device: str, shapes: list[st
             graph.setdefault(key, []).append(g)
     rows = build_rows(entries, eager, graph, reasons, floors, bandwidth, ceilings,
                       spec.baselines, cuda_graph)
-    header = (f"device {torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'cpu'}, "
+    device_name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
+    header = (f"device {device_name}, "
               f"copy bandwidth {bandwidth / 1e12:.2f} TB/s (read + write); each figure the "
               f"median (and min-max) of {repeat} isolated repeats, each the median of {calls} "
               + ("CUDA-graph replays (eager calls beside)" if cuda_graph else "calls")
@@ -315,7 +316,8 @@ def run_bench(family_name: str, targets: list[str], device: str, shapes: list[st
         print(profiles)
         atomic_write(report_dir / "bench-profile.md", profiles)
     atomic_write(report_dir / "bench.json", strict_json({
-        "header": header, "device": dev.type, "repeat": repeat, "calls": calls,
+        "header": header, "device": dev.type, "device_name": device_name, "repeat": repeat,
+        "calls": calls, "cuda_graph": cuda_graph,
         "copy_bandwidth_bytes_per_s": bandwidth,
         "ceilings": [{"rows": r, "cols": c, "bytes_per_s": bw, "reader": name}
                      for (r, c), (bw, name) in readers.items()],
