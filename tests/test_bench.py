@@ -265,3 +265,19 @@ def test_read_ceiling_is_the_fastest_reader_and_bench_shows_its_percent(tmp_path
     assert report["ceilings"][0]["rows"] == 2 and report["ceilings"][0]["bytes_per_s"] > 0
     assert all(row["pct_of_ceiling"] > 0 for row in report["rows"])
     assert "% of ceiling" in (tmp_path / "bench.md").read_text()
+
+
+def test_compare_bench_flags_a_figure_that_moves_beyond_the_tolerance(tmp_path, capsys):
+    from harness.loader import _import_attr
+
+    main = _import_attr("benchmarks/compare_bench.py:main")
+
+    def run(name, ms):
+        row = {"shape": "2x17", "kernel": "k", "launch": {}, "median_ms": ms, "min_ms": ms,
+               "max_ms": ms, "reason": None}
+        (tmp_path / name).write_text(strict_json({"rows": [row]}))
+        return str(tmp_path / name)
+
+    assert main([run("a.json", 1.0), run("b.json", 1.04)]) == 0
+    assert main([run("a.json", 1.0), run("b.json", 1.2)]) == 1
+    assert "DIFFERS" in capsys.readouterr().out
