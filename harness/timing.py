@@ -66,20 +66,15 @@ def _first_line(text: str) -> str:
 
 
 def capture_reason(error: BaseException | None, caught: list) -> str | None:
-    """Why a capture failed, or None when it succeeded. In order: torch's warning that the
-    graph is empty (the call launched no device work while captured: it ran on the host);
-    our own NotCapturable (a replay whose output fails validation); the exception the
-    capture raised, traced back to the first one (ending a broken capture raises again;
-    the first error is the cause), with its type and first line, and a note when it is a
-    synchronisation; any other warning about the graph. Pure: fed the outcome of a
-    capture, for testing."""
-    lines = [_first_line(getattr(w, "message", w)) for w in caught]
-    if any("graph" in line.lower() and "empty" in line.lower() for line in lines):
-        return ("the captured graph is empty: the call launched no device work while "
-                "captured (it runs on the host)")
-    if isinstance(error, NotCapturable):
-        return str(error)
-    if error is not None:
+    """Why a capture failed, or None when it succeeded. In order: the exception the capture
+    raised, traced back to the first one where it names "a previous error" (ending a broken
+    capture raises again; the first error is the cause), with its type and first line, and
+    a note when it is a synchronisation (an aborted capture also leaves torch's empty-graph
+    warning: the error is the cause); torch's warning that the graph is empty (the call
+    launched no device work while captured: it ran on the host); our own NotCapturable (a
+    replay whose output fails validation); any other warning about the graph. Pure: fed
+    the outcome of a capture, for testing."""
+    if error is not None and not isinstance(error, NotCapturable):
         while (isinstance(error.__context__, Exception)
                and "previous error" in _first_line(error).lower()):
             error = error.__context__
@@ -87,6 +82,12 @@ def capture_reason(error: BaseException | None, caught: list) -> str | None:
         sync = ("; the call synchronises with the host (.item(), .tolist(), .cpu(), a "
                 "pageable copy)" if "capturing" in first.lower() else "")
         return f"capture raised {type(error).__name__}" + (f": {first}" if first else "") + sync
+    lines = [_first_line(getattr(w, "message", w)) for w in caught]
+    if any("graph" in line.lower() and "empty" in line.lower() for line in lines):
+        return ("the captured graph is empty: the call launched no device work while "
+                "captured (it runs on the host)")
+    if error is not None:
+        return str(error)
     for line in lines:
         if "graph" in line.lower():
             return f"capture warned: {line}"

@@ -99,7 +99,9 @@ def test_capture_reasons():
     empty = warnings.WarningMessage(UserWarning("The CUDA Graph is empty. This usually means"),
                                     UserWarning, "x.py", 1)
     assert "graph is empty" in capture_reason(None, [empty])
-    assert "graph is empty" in capture_reason(RuntimeError("replay without capture"), [empty])
+    aborted = capture_reason(RuntimeError("aborted"), [empty])
+    assert aborted == "capture raised RuntimeError: aborted"
+    assert "graph is empty" in capture_reason(NotCapturable("fails validation"), [empty])
     other = warnings.WarningMessage(UserWarning("something unrelated"), UserWarning, "x.py", 1)
     assert capture_reason(None, [other]) is None
     assert capture_reason(NotCapturable("replay fails"), []) == "replay fails"
