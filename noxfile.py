@@ -29,7 +29,7 @@ def tests(session):
 def lint(session):
     session.install("ruff")
     session.run("ruff", "check", "harness", "reference", "kernels", "suites", "tests",
-                "scripts", "docs", "noxfile.py")
+                "benchmarks", "scripts", "docs", "noxfile.py")
 
 
 @nox.session

@@ -67,12 +67,27 @@ def _parser() -> argparse.ArgumentParser:
                        help="time this kernel beside the family's baselines (repeatable)")
     bench.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     bench.add_argument("--shape", action="append", default=[], metavar="SHAPE",
-                       help="sample: BxV; rejection: BxKxV; logprobs: BxVxK (repeatable)")
+                       help="sample: BxV; rejection, draft-probs: BxKxV; logprobs: "
+                            "BxVxK[:top|random]; sample-logits: BxV[:filter] (repeatable)")
     bench.add_argument("--ids", action="append", default=[], metavar="IDS",
                        help="logprobs: requested ids top | random (repeatable; default both)")
     bench.add_argument("--report-dir", default=None)
     bench.add_argument("--cuda-graph", action="store_true",
                        help="time CUDA-graph replay of each call (launch cost apart)")
+    bench.add_argument("--repeat", type=_positive(int), default=3, metavar="N",
+                       help="isolated repeats of each figure; the table shows their median "
+                            "and min-max (default 3)")
+    bench.add_argument("--calls", type=_positive(int), default=None, metavar="N",
+                       help="timed calls per repeat (default 50 on a GPU, 5 on a CPU)")
+    bench.add_argument("--launch", action="append", default=[], metavar="KEY=V[,V...]",
+                       help="time the kernels also under these launch settings (keyword "
+                            "arguments of the kernel function; repeatable: the grid of all "
+                            "combinations)")
+    bench.add_argument("--ceiling", action="store_true",
+                       help="measure the read ceiling and show each figure as its percent")
+    bench.add_argument("--profile", action="store_true",
+                       help="also print torch.profiler's table of each entry's eager calls "
+                            "(written to bench-profile.md)")
     from harness.simulate import add_arguments
     add_arguments(sub.add_parser("simulate", help="run the speculative-decoding engine"))
     from harness import calibrate, compare, reproduce
@@ -212,7 +227,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "bench":
             from harness.bench import run_bench
             return run_bench(args.family, args.kernel, args.device, args.shape,
-                             _report_dir(args.report_dir), args.cuda_graph, args.ids)
+                             _report_dir(args.report_dir), args.cuda_graph, args.ids,
+                             args.repeat, args.calls, args.launch, args.ceiling,
+                             args.profile)
         if args.command == "simulate":
             from harness.simulate import run_simulate
             return run_simulate(args, _report_dir(args.report_dir))

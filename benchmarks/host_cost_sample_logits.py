@@ -2,31 +2,19 @@
 the device path timed on the host (perf_counter, mean of many calls, the GPU idle at a
 1 x 32000 batch, so the host alone is timed), beside a bare Triton launch and a torch op.
 A call whose host steps add up to more than its kernels' time is host-bound in the bench.
-Usage: python3 scripts/host_cost_sample_logits.py [B,V]"""
+Usage: python3 benchmarks/host_cost_sample_logits.py [B,V]"""
 
 import sys
-import time
 
 import torch
 
 import kernels.sample_logits.triton_filtered_race as race
+from harness.ceiling import row_sum
+from harness.timing import host_us
 from kernels.sample_logits.triton_row_fallback import fallback_race
 from kernels.sample_logits.triton_top_k_select import select_race
-from scripts.read_ceiling import row_sum
 
 REPS = 300
-
-
-def mean_us(fn) -> float:
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    started = time.perf_counter()
-    for _ in range(REPS):
-        fn()
-    elapsed = time.perf_counter() - started
-    torch.cuda.synchronize()
-    return elapsed / REPS * 1e6
 
 
 def main() -> None:
@@ -54,7 +42,7 @@ def main() -> None:
           f"(mean of {REPS})")
     print("| step | host us |\n|---|---|")
     for name, fn in steps.items():
-        print(f"| {name} | {mean_us(fn):.1f} |", flush=True)
+        print(f"| {name} | {host_us(fn, REPS):.1f} |", flush=True)
 
 
 if __name__ == "__main__":

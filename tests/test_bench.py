@@ -1,0 +1,285 @@
+"""The benchmark's bookkeeping on a CPU: strict JSON, the spread of repeats, the reason a
+kernel gets when it cannot be captured, the floor's percentage in eager mode, and the
+launch-settings grid. (The CUDA timing itself runs only on a GPU.)"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import torch
+
+from harness.bench import build_rows, render, run_bench, strict_json
+from harness.errors import HarnessError
+from harness.launch import bind, label, launch_parameters, parse_grid
+from harness.timing import (
+    NotCapturable,
+    capture_reason,
+    classify_capture,
+    profile_table,
+    time_entry,
+)
+
+CPU = torch.device("cpu")
+
+
+def _no_constants(name):
+    raise ValueError(f"non-strict JSON constant {name}")
+
+
+def strict_load(text: str):
+    """json.loads that refuses NaN, Infinity and -Infinity."""
+    return json.loads(text, parse_constant=_no_constants)
+
+
+KERNELS = '''
+import torch
+
+
+def scaled(probs, seed, *, scale=1):
+    """argmax, whatever the launch scale (a launch setting that changes nothing)."""
+    return torch.argmax(probs * scale, dim=1)
+
+
+def shifted(probs, seed, *, shift=0):
+    """argmax moved by ``shift``: a launch setting that changes the output."""
+    return (torch.argmax(probs, dim=1) + shift) % probs.shape[1]
+
+
+def broken(probs, seed):
+    raise RuntimeError("no kernel here")
+'''
+
+
+@pytest.fixture
+def kernels(tmp_path):
+    path = tmp_path / "user_kernels.py"
+    path.write_text(KERNELS)
+    return str(path)
+
+
+def test_strict_json_maps_non_finite_figures_to_null():
+    text = strict_json({"a": float("nan"), "b": [float("inf"), 1.5], "c": {"d": -float("inf")}})
+    assert strict_load(text) == {"a": None, "b": [None, 1.5], "c": {"d": None}}
+
+
+def test_bench_json_is_strict_and_each_figure_has_its_repeats(tmp_path, kernels, capsys):
+    run_bench("sample", [f"{kernels}:scaled", f"{kernels}:broken"], "cpu", ["3x33"], tmp_path,
+              repeat=3, calls=1)
+    report = strict_load((tmp_path / "bench.json").read_text())
+    rows = {row["kernel"].rpartition(":")[2]: row for row in report["rows"]}
+    assert report["repeat"] == 3
+    for name in ("torch-fp32", "torch-fp64", "scaled"):
+        row = rows[name]
+        assert len(row["repeats_ms"]) == 3 and row["reason"] is None
+        assert row["min_ms"] <= row["median_ms"] <= row["max_ms"]
+        assert row["pct_of_floor"] > 0 and row["GB_per_s"] > 0     # eager mode has the floor
+    broken = rows["broken"]
+    assert broken["median_ms"] is None and broken["pct_of_floor"] is None
+    assert "RuntimeError: no kernel here" in broken["reason"]
+    table = capsys.readouterr().out
+    assert "% of floor" in table and "no figure [1]" in table
+    assert "[1] " in table and "no kernel here" in table
+
+
+def test_capture_reasons():
+    assert capture_reason(None, []) is None
+    raised = capture_reason(RuntimeError("CUDA error: out of memory\nmore"), [])
+    assert raised == "capture raised RuntimeError: CUDA error: out of memory"
+    try:                                          # ending a broken capture raises again
+        try:
+            raise RuntimeError("operation not permitted when stream is capturing")
+        except RuntimeError:
+            raise RuntimeError("operation failed due to a previous error during capture")  # noqa: B904
+    except RuntimeError as exc:
+        chained = capture_reason(exc, [])
+    assert chained.startswith("capture raised RuntimeError: operation not permitted when "
+                              "stream is capturing; the call synchronises with the host")
+    empty = warnings.WarningMessage(UserWarning("The CUDA Graph is empty. This usually means"),
+                                    UserWarning, "x.py", 1)
+    assert "graph is empty" in capture_reason(None, [empty])
+    aborted = capture_reason(RuntimeError("aborted"), [empty])
+    assert aborted == "capture raised RuntimeError: aborted"
+    assert "graph is empty" in capture_reason(NotCapturable("fails validation"), [empty])
+    other = warnings.WarningMessage(UserWarning("something unrelated"), UserWarning, "x.py", 1)
+    assert capture_reason(None, [other]) is None
+    assert capture_reason(NotCapturable("replay fails"), []) == "replay fails"
+
+
+def test_classify_capture_turns_a_raise_or_an_empty_graph_warning_into_a_reason():
+    assert classify_capture(lambda: 7) == 7
+
+    def raising():
+        raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+
+    def empty():
+        warnings.warn("The CUDA Graph is empty. This usually means that the graph was "
+                      "attempted to be captured on wrong device or stream.", UserWarning,
+                      stacklevel=1)
+        return object()
+
+    for capture, words in ((raising, "capture raised RuntimeError"), (empty, "graph is empty")):
+        with pytest.raises(NotCapturable, match=words):
+            classify_capture(capture)
+
+
+def test_an_uncapturable_call_gets_a_reason_and_keeps_its_eager_figures():
+    """On a CPU every capture fails, which exercises the path of a kernel that cannot be
+    captured: the repeat returns its eager figure and the reason, and the row shows the
+    eager figure and its percent of the floor beside a numbered note."""
+    eager, reason = time_entry(lambda work, seed: work["x"].sum(),
+                               lambda: {"x": torch.ones(8)}, CPU, calls=2, graph=True)
+    assert eager > 0 and isinstance(reason, str) and reason.startswith("capture raised")
+    entry = {"key": ("8", "k", "default"), "shape": "8", "kernel": "k", "setting": {}}
+    rows = build_rows([entry], {entry["key"]: [eager] * 3}, {entry["key"]: [reason] * 3}, {},
+                      {"8": 32}, 1e9, {}, (), cuda_graph=True)
+    row = rows[0]
+    assert row["median_ms"] is None and row["reason"] == reason
+    assert row["eager_median_ms"] == eager and row["eager_pct_of_floor"] > 0
+    table = render("h", rows, "B", (), cuda_graph=True, ceiling=False)
+    assert "no figure [1]" in table and f"[1] k at 8: {reason}" in table
+    strict_load(strict_json({"rows": rows}))
+    mine = {**entry, "key": ("8", "mine", "default"), "kernel": "mine"}
+    rows = build_rows([entry, mine], {entry["key"]: [4.0], mine["key"]: [3.0]},
+                      {entry["key"]: [reason], mine["key"]: [1.0]}, {}, {"8": 32}, 1e9, {},
+                      ("k",), cuda_graph=True)
+    assert rows[1]["vs_k"] == 4.0 and rows[1]["vs_k_basis"] == "eager"   # k: eager only
+    assert "| 4.00* |" in render("h", rows, "B", ("k",), cuda_graph=True, ceiling=False)
+
+
+def test_launch_grid_syntax():
+    assert parse_grid([]) == [{}]
+    assert parse_grid(["warps=4,8", "stages=3", "late=True"]) == [
+        {"warps": 4, "stages": 3, "late": True}, {"warps": 8, "stages": 3, "late": True}]
+    assert parse_grid(["mode=fast,None"]) == [{"mode": "fast"}, {"mode": None}]
+    assert label({"warps": 8, "stages": 3}) == "warps=8 stages=3" and label({}) == "default"
+    for bad, words in ((["warps"], "KEY=VALUE"), (["=4"], "KEY=VALUE"), (["warps="], "KEY="),
+                       (["warps=4", "warps=8"], "twice")):
+        with pytest.raises(HarnessError, match=words):
+            parse_grid(bad)
+
+
+def test_launch_settings_bind_as_keyword_arguments():
+    def kernel(probs, seed, *, warps=4, stages=3):
+        return probs, seed, warps, stages
+
+    assert launch_parameters(kernel, ("probs", "seed")) == {"warps": 4, "stages": 3}
+    assert bind("k", kernel, ("probs", "seed"), {"warps": 8})(1, 2) == (1, 2, 8, 3)
+    assert bind("k", kernel, ("probs", "seed"), {}) is kernel
+    with pytest.raises(HarnessError, match="'k' has no launch setting 'tile'; it takes stages"):
+        bind("k", kernel, ("probs", "seed"), {"tile": 1})
+    with pytest.raises(HarnessError, match="it takes none"):
+        bind("k", lambda probs, seed: probs, ("probs", "seed"), {"warps": 8})
+
+    def made(probs, seed):                      # a kernel carrying a launch factory
+        return probs, seed, 4
+
+    made.with_launch = lambda warps=4: (lambda probs, seed: (probs, seed, warps))
+    assert launch_parameters(made, ("probs", "seed")) == {"warps": 4}
+    assert bind("m", made, ("probs", "seed"), {"warps": 16})(1, 2) == (1, 2, 16)
+    with pytest.raises(HarnessError, match="'m' has no launch setting 'tile'; it takes warps"):
+        bind("m", made, ("probs", "seed"), {"tile": 1})
+
+
+def test_bench_launch_grid_rows_say_whether_the_output_is_unchanged(tmp_path, kernels):
+    run_bench("sample", [f"{kernels}:scaled"], "cpu", ["2x17"], tmp_path, repeat=1, calls=1,
+              launch=["scale=2,3"])
+    rows = strict_load((tmp_path / "bench.json").read_text())["rows"]
+    mine = [r for r in rows if r["kernel"].endswith(":scaled")]
+    assert [r["launch"] for r in mine] == [{}, {"scale": 2}, {"scale": 3}]
+    assert [r.get("same_as_default") for r in mine] == [None, True, True]
+    run_bench("sample", [f"{kernels}:shifted"], "cpu", ["2x17"], tmp_path, repeat=1, calls=1,
+              launch=["shift=1"])
+    rows = strict_load((tmp_path / "bench.json").read_text())["rows"]
+    assert [r.get("same_as_default") for r in rows if r["launch"]] == [False]
+    assert "| NO |" in (tmp_path / "bench.md").read_text()
+    with pytest.raises(HarnessError, match="no launch setting 'warps'"):
+        run_bench("sample", [f"{kernels}:scaled"], "cpu", ["2x17"], tmp_path, launch=["warps=4"])
+
+
+def test_module_globals_become_keyword_launch_settings(monkeypatch):
+    """benchmarks/module_launch.py: a kernel whose launch is module globals gets them as
+    keyword settings, set for one call and restored after it; a global that no longer
+    exists turns the kernel into one that says so when called."""
+    import sys
+    import types
+
+    from harness.loader import _import_attr
+
+    fake = types.ModuleType("fake_launch_kernel")
+    fake.GPU_WARPS = 4
+    fake.race = lambda probs, seed: (probs, seed, fake.GPU_WARPS)
+    monkeypatch.setitem(sys.modules, "fake_launch_kernel", fake)
+    wrap = _import_attr("benchmarks/module_launch.py:with_module_launch")
+    kernel = wrap("fake_launch_kernel:race", ("probs", "seed"),
+                  {"warps": ("fake_launch_kernel", "GPU_WARPS")})
+    assert launch_parameters(kernel, ("probs", "seed")) == {"warps": 4}
+    assert bind("k", kernel, ("probs", "seed"), {"warps": 8})(1, 2) == (1, 2, 8)
+    assert fake.GPU_WARPS == 4 and kernel(1, 2) == (1, 2, 4)
+    gone = wrap("fake_launch_kernel:race", ("probs", "seed"),
+                {"tile": ("fake_launch_kernel", "GPU_TILE")})
+    with pytest.raises(AttributeError, match="no global fake_launch_kernel.GPU_TILE"):
+        gone(1, 2)
+
+
+def test_profile_table_shows_where_a_call_spends_its_time():
+    table = profile_table(lambda work, seed: torch.argmax(work["x"], dim=1),
+                          lambda: {"x": torch.rand(2, 17)}, CPU, calls=2)
+    assert "aten::argmax" in table
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_on_a_gpu_each_call_gets_a_graph_figure_or_the_reason_it_has_none():
+    import itertools
+
+    dev = torch.device("cuda")
+
+    def make_inputs():
+        return {"x": torch.rand(64, 1000, device=dev)}
+
+    def timed(call, check=None):
+        eager, graph = time_entry(call, make_inputs, dev, calls=5, graph=True, check=check)
+        assert eager > 0
+        return graph
+
+    def argmax_of(out, inputs):
+        if not torch.equal(out, inputs["x"].argmax(dim=1)):
+            raise ValueError("not the argmax")
+
+    assert timed(lambda work, seed: work["x"].argmax(dim=1), argmax_of) > 0
+    assert "synchronises with the host" in timed(lambda work, seed: work["x"].sum().item())
+    assert "graph is empty" in timed(lambda work, seed: torch.zeros(3))
+    counter = itertools.count()                   # a host value baked into the graph
+    assert "fails the family's validation: not the argmax" in timed(
+        lambda work, seed: work["x"].argmax(dim=1) + next(counter), argmax_of)
+    assert torch.cuda.current_stream() == torch.cuda.default_stream()
+
+
+def test_read_ceiling_is_the_fastest_reader_and_bench_shows_its_percent(tmp_path, kernels):
+    from harness.ceiling import read_ceiling
+
+    bandwidth, reader = read_ceiling(4, 100, CPU, calls=1)
+    assert bandwidth > 0 and reader in ("torch.sum", "torch.amax")
+    run_bench("sample", [f"{kernels}:scaled"], "cpu", ["2x17"], tmp_path, repeat=1, calls=1,
+              ceiling=True)
+    report = strict_load((tmp_path / "bench.json").read_text())
+    assert report["ceilings"][0]["rows"] == 2 and report["ceilings"][0]["bytes_per_s"] > 0
+    assert all(row["pct_of_ceiling"] > 0 for row in report["rows"])
+    assert "% of ceiling" in (tmp_path / "bench.md").read_text()
+
+
+def test_compare_bench_flags_a_figure_that_moves_beyond_the_tolerance(tmp_path, capsys):
+    from harness.loader import _import_attr
+
+    main = _import_attr("benchmarks/compare_bench.py:main")
+
+    def run(name, ms):
+        row = {"shape": "2x17", "kernel": "k", "launch": {}, "median_ms": ms, "min_ms": ms,
+               "max_ms": ms, "reason": None}
+        (tmp_path / name).write_text(strict_json({"rows": [row]}))
+        return str(tmp_path / name)
+
+    assert main([run("a.json", 1.0), run("b.json", 1.04)]) == 0
+    assert main([run("a.json", 1.0), run("b.json", 1.2)]) == 1
+    assert "DIFFERS" in capsys.readouterr().out
