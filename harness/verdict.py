@@ -59,3 +59,17 @@ def overall(verdicts: list[Verdict]) -> str:
     if not verdicts or any(v.verdict == "error" for v in verdicts):
         return "error"
     return "pass" if all(v.as_expected for v in verdicts) else "fail"
+
+
+def run_verdict(verdicts: list[Verdict], meta: dict) -> str:
+    """The run's verdict: "incomplete" when it did not finish every selected check (stopped,
+    timed out, a worker died; or still running), whatever the finished checks say; else
+    ``overall``. An incomplete run never reads as a pass."""
+    return overall(verdicts) if meta.get("complete", True) else "incomplete"
+
+
+def finished_of_selected(verdicts: list[Verdict], meta: dict) -> str:
+    """'3 of 77 checks finished' (the total when the run knows it)."""
+    selected = meta.get("selected")
+    return f"{len(verdicts)} of {selected} checks finished" if selected else \
+        f"{len(verdicts)} checks finished"
