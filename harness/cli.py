@@ -7,8 +7,11 @@ contract or failed a test); 2 the harness could not run (one line on stderr, no 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
+import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -122,7 +125,8 @@ def run_check(args) -> int:
         pytest_args += ["-k", args.select]
 
     import pytest
-    code = pytest.main(pytest_args)
+    with _sigterm_stops_the_run():
+        code = pytest.main(pytest_args)
     if shard.world == 1:
         return _conclude(code, report_dir, args.select)
     try:    # rank 0 reads the report and decides; every rank exits the same way
@@ -133,6 +137,25 @@ def run_check(args) -> int:
     if error is not None:
         raise HarnessError(error)
     return code
+
+
+@contextlib.contextmanager
+def _sigterm_stops_the_run():
+    """SIGTERM (a CI job's time limit, ``timeout``) stops the run as Ctrl-C does: it ends
+    INCOMPLETE, with its summary and reports, exit code 2. Only in the CLI's own main
+    thread, and only while its pytest runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def plugin_options(args, report_dir: Path) -> list[str]:

@@ -93,9 +93,11 @@ def test_sigint_leaves_the_report_of_finished_checks(kernel_file, tmp_path):
     assert [c["name"] for c in report["checks"]] == ["independence"]
 
 
-def test_a_run_stopped_halfway_is_incomplete_in_all_five_outputs(kernel_file, tmp_path):
-    """Ctrl-C (SIGINT from outside) once the first of two checks has finished: the terminal,
-    summary.md, report.html, junit.xml and report.json say INCOMPLETE, 1 of 2; exit code 2."""
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_run_stopped_halfway_is_incomplete_in_all_five_outputs(kernel_file, tmp_path, stop):
+    """Ctrl-C (SIGINT from outside; SIGTERM, as a CI time limit sends) once the first of two
+    checks has finished: the terminal, summary.md, report.html, junit.xml and report.json say
+    INCOMPLETE, 1 of 2; exit code 2."""
     command = [sys.executable, "-m", "harness.cli", "check", "sample", "--kernel",
                f"{kernel_file}:slow", "--device", "cpu", "--budget", "smoke",
                "-k", "test_independence or test_validity", "--report-dir", str(tmp_path)]
@@ -105,7 +107,7 @@ def test_a_run_stopped_halfway_is_incomplete_in_all_five_outputs(kernel_file, tm
     for line in run.stdout:
         seen.append(line)
         if line.startswith("[1/2] "):
-            run.send_signal(signal.SIGINT)
+            run.send_signal(stop)
             break
     rest, _ = run.communicate(timeout=300)
     output = "".join(seen) + rest
