@@ -63,8 +63,8 @@ def incomplete_line(verdicts: list[Verdict], meta: dict) -> str:
     unfinished = meta.get("not_finished") or []
     listed = f"; did not finish: {', '.join(unfinished[:5])}" + (
         f" and {len(unfinished) - 5} more" if len(unfinished) > 5 else "") if unfinished else ""
-    return (f"INCOMPLETE: {finished_of_selected(verdicts, meta)} (the run was stopped, timed "
-            f"out or lost a worker; the finished checks: {overall(verdicts)}){listed}")
+    return (f"INCOMPLETE: {finished_of_selected(verdicts, meta)} (stopped, timed out, or a "
+            f"worker died); the finished checks: {overall(verdicts)}{listed}")
 
 
 def to_junit(verdicts: list[Verdict], meta: dict | None = None) -> str:
@@ -116,7 +116,7 @@ def _row(v: Verdict, stated: bool) -> str:
              _fmt(v.samples, ","), effect, f"{v.duration:.1f}", v.message]
     if stated:
         cells.insert(3, v.expected)
-    return "| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |"
+    return "| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |"
 
 
 HEADER = ["kernel", "check", "verdict", "p-value", "alpha", "samples",
@@ -140,8 +140,8 @@ def to_markdown(verdicts: list[Verdict], meta: dict) -> str:
         else state.upper()
     lines = [f"# sampling-harness: {title}", ""]
     if state == "incomplete":
-        lines += [incomplete_line(verdicts, meta).replace("INCOMPLETE: ", "The run did not "
-                                                          "finish: ", 1) + ".", ""]
+        lines += ["The run did not finish: " + incomplete_line(verdicts, meta).removeprefix(
+            "INCOMPLETE: ") + ".", ""]
     lines += [
              f"budget `{meta.get('budget')}`, device `{meta.get('device')}`, harness seed "
              f"`{meta.get('harness_seed')}`, family-wise false-fail budget "
