@@ -94,8 +94,8 @@ def harness_environment(env=None):
 
 
 def _in_suites(path) -> bool:
-    return os.path.realpath(path).startswith(str(SUITES) + os.sep) or \
-        os.path.realpath(path) == str(SUITES)
+    real = Path(os.path.realpath(path))
+    return real == SUITES or SUITES in real.parents
 
 
 def selected(config) -> bool:
