@@ -12,7 +12,7 @@ pytest run of that environment. It adds only ``--harness-*`` options, and it sta
 skipped or parametrised) until the run selects harness checks: a ``--harness-*`` option
 given, or the collection of the harness's suites (``activate``). Only then does it set what
 the harness needs (``harness_environment``: the Triton interpreter on a machine without a
-GPU, NVLink multicast off) and start its session.
+GPU, NVLink multicast off), register its marks and start its session.
 
 Scale-out: ``--harness-gpus N`` spreads the checks over N pytest-xdist workers, one GPU each,
 their verdicts merged into one report (``harness.xdist_gpus``); under torchrun every rank
@@ -112,6 +112,10 @@ def activate(config) -> HarnessSession:
     if state is not None:
         return state
     harness_environment()
+    config.addinivalue_line("markers", "family(name): the kernel family a suite module checks")
+    config.addinivalue_line("markers", "statistical: a check that spends part of the run's "
+                                       "false-fail budget")
+    config.addinivalue_line("markers", "gpu: a check that runs on a CUDA device only")
     state = config.stash[SESSION] = HarnessSession(config)
     config.pluginmanager.register(state, "sampling-harness-session")
     if state.controller and (config.getoption("harness_gpus") or 1) > 1:   # total, order
@@ -134,10 +138,6 @@ def _is_check(item) -> bool:
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "family(name): the kernel family a suite module checks")
-    config.addinivalue_line("markers", "statistical: a check that spends part of the run's "
-                                       "false-fail budget")
-    config.addinivalue_line("markers", "gpu: a check that runs on a CUDA device only")
     config.pluginmanager.register(_Watch(config), "sampling-harness-watch")
     if selected(config):
         activate(config)
