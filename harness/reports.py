@@ -51,8 +51,8 @@ def _finite(value):
 
 def to_json(verdicts: list[Verdict], meta: dict) -> str:
     """``verdict``: the run's ("incomplete" when it did not finish, ``run_verdict``);
-    ``verdict_of_finished``: what the finished checks say; ``finished`` of ``selected``
-    checks; each check's ``duration`` in seconds."""
+    ``verdict_of_finished``: what the finished checks say; ``finished`` (with a verdict or
+    skipped) of ``selected`` checks; each check's ``duration`` in seconds."""
     body = {"verdict": run_verdict(verdicts, meta), "verdict_of_finished": overall(verdicts),
             "finished": len(verdicts), **meta, "checks": [v.to_dict() for v in verdicts]}
     return json.dumps(_finite(body), indent=2) + "\n"
@@ -80,7 +80,8 @@ def to_junit(verdicts: list[Verdict], meta: dict | None = None) -> str:
                        failures=str(failures), errors=str(errors), skipped=str(skipped),
                        time=f"{sum(v.duration for v in verdicts):.3f}")
     properties = ET.SubElement(suite, "properties")
-    for name, value in (("verdict", run_verdict(verdicts, meta)), ("finished", len(verdicts)),
+    for name, value in (("verdict", run_verdict(verdicts, meta)),
+                        ("finished", meta.get("finished", len(verdicts))),
                         ("selected", meta.get("selected", "")),
                         ("complete", str(bool(meta.get("complete", True))).lower())):
         ET.SubElement(properties, "property", name=name, value=str(value))

@@ -3,6 +3,7 @@ verdicts so far, where and by whom reports are written (see ``HarnessSession``).
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -80,6 +81,7 @@ class HarnessSession:
         self.skipped: list[str] = []              # the family of each skipped check
         self.plugins = config.pluginmanager
         self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.clock = time.perf_counter()
         self._kernels: dict[str, list[Kernel]] = {}
 
     def kernels(self, family: str) -> list[Kernel]:
@@ -100,9 +102,11 @@ class HarnessSession:
         return {"budget": self.budget, "device": str(self.device),
                 "harness_seed": self.harness_seed, "family_alpha": self.family_alpha,
                 "statistical_checks": self.statistical_checks, "started": self.started,
+                "seconds": round(time.perf_counter() - self.clock, 1),   # the run's, so far
                 "families": sorted({v.family for _, v in self.verdicts}),
                 "complete": complete and not unfinished, "not_finished": unfinished,
-                "selected": len(self.checks) or None,
+                "selected": len(self.checks) or None, "skipped": len(self.skipped),
+                "finished": len(self.verdicts) + len(self.skipped),
                 **({"workers": self.workers} if self.workers else {}),
                 **({"world_size": self.shard.world} if self.shard.world > 1 else {})}
 

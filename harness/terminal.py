@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.reports import incomplete_line
-from harness.verdict import Verdict, finished_of_selected, run_verdict
+from harness.verdict import Verdict, run_verdict
 
 SLOWEST = 10
 REASON = 300          # characters of a failure's reason on the terminal
@@ -49,8 +49,10 @@ def summary_lines(verdicts: list[Verdict], meta: dict, skipped: list[str],
                   report_dir: Path | None) -> list[str]:
     """The compact summary; ``skipped``: the family of each skipped check."""
     state = run_verdict(verdicts, meta)
+    took = f", in {meta['seconds']:.1f} s" if meta.get("seconds") is not None else ""
+    skips = f", {len(skipped)} skipped" if skipped else ""
     head = incomplete_line(verdicts, meta) if state == "incomplete" else \
-        f"{state.upper()} ({finished_of_selected(verdicts, meta)})"
+        f"{state.upper()} ({len(verdicts)} checks{skips}{took})"
     lines = [f"sampling-harness: {head}"]
     for family, counts in sorted(_tally(verdicts, skipped).items()):
         lines.append(f"  {family}: {_counts(counts)}")

@@ -69,7 +69,8 @@ def run_verdict(verdicts: list[Verdict], meta: dict) -> str:
 
 
 def finished_of_selected(verdicts: list[Verdict], meta: dict) -> str:
-    """'3 of 77 checks finished' (the total when the run knows it)."""
-    selected = meta.get("selected")
-    return f"{len(verdicts)} of {selected} checks finished" if selected else \
-        f"{len(verdicts)} checks finished"
+    """'3 of 77 checks finished' (the total when the run knows it); a skipped check is a
+    finished one (``meta["finished"]``: checks with a verdict or skipped)."""
+    finished, selected = meta.get("finished", len(verdicts)), meta.get("selected")
+    return f"{finished} of {selected} checks finished" if selected else \
+        f"{finished} checks finished"
