@@ -81,6 +81,16 @@ def test_contract_violation_fails_every_check_and_reports(kernel_file, tmp_path)
     suite = ET.parse(tmp_path / "junit.xml").getroot()
     assert int(suite.get("failures")) == len(report["checks"])
     assert "FAIL" in (tmp_path / "summary.md").read_text()
+    progress = [line for line in output.splitlines() if line.startswith("[")
+                and " fail in " in line]                   # the reason, as it happens
+    assert len(progress) == len(report["checks"])
+    assert all("dtype torch.float32" in line for line in progress)
+    end = output[output.index(f"sampling-harness: FAIL ({len(report['checks'])} checks"):]
+    assert f"sample: 0 passed, {len(report['checks'])} failed, " in end
+    assert end.count("    reproduce: sampling-harness check sample --kernel ") == len(
+        report["checks"])
+    assert "slowest " in end and f"report: {tmp_path}/" in end
+    assert "| kernel | check |" not in output
 
 
 def test_sigint_leaves_the_report_of_finished_checks(kernel_file, tmp_path):
