@@ -7,8 +7,11 @@ contract or failed a test); 2 the harness could not run (one line on stderr, no 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
+import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -131,24 +134,14 @@ def run_check(args) -> int:
         writable(report_dir)
     root = Path(suites.__file__).parent
     pytest_args = [str(root / FAMILIES[family].suite) for family in families]
-    pytest_args += ["-q", "-p", "no:cacheprovider", "--budget", args.budget,
-                    "-W", "ignore::pytest.PytestAssertRewriteWarning",
-                    "--device", args.device, "--harness-seed", str(args.seed),
-                    "--report-dir", str(report_dir), "--call-timeout", str(args.call_timeout),
-                    "--family-alpha", str(args.family_alpha)]
-    for target in args.kernel:
-        pytest_args += ["--kernel", target]
+    pytest_args += ["-q", "-p", "no:cacheprovider", "-W",
+                    "ignore::pytest.PytestAssertRewriteWarning", *plugin_options(args, report_dir)]
     if args.select:
         pytest_args += ["-k", args.select]
-    if args.sanitize:
-        pytest_args += ["--sanitize", args.sanitize]
-    if args.statistical_checks:
-        pytest_args += ["--statistical-checks", str(args.statistical_checks)]
-    if args.gpus:
-        pytest_args += ["--gpus", str(args.gpus)]
 
     import pytest
-    code = pytest.main(pytest_args)
+    with _sigterm_stops_the_run():
+        code = pytest.main(pytest_args)
     if shard.world == 1:
         return _conclude(code, report_dir, args.select)
     try:    # rank 0 reads the report and decides; every rank exits the same way
@@ -161,31 +154,69 @@ def run_check(args) -> int:
     return code
 
 
+@contextlib.contextmanager
+def _sigterm_stops_the_run():
+    """SIGTERM (a CI job's time limit, ``timeout``) stops the run as Ctrl-C does: it ends
+    INCOMPLETE, with its summary and reports, exit code 2. Only in the CLI's own main
+    thread, and only while its pytest runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def plugin_options(args, report_dir: Path) -> list[str]:
+    """The plugin's ``--harness-*`` options for the CLI's short ones (``--kernel`` is
+    ``--harness-kernel``, ...): the CLI keeps its names, the plugin keeps out of the way of
+    other projects' conftest options."""
+    options = ["--harness-budget", args.budget, "--harness-device", args.device,
+               "--harness-seed", str(args.seed), "--harness-report-dir", str(report_dir),
+               "--harness-call-timeout", str(args.call_timeout),
+               "--harness-family-alpha", str(args.family_alpha)]
+    for target in args.kernel:
+        options += ["--harness-kernel", target]
+    for name in ("sanitize", "statistical_checks", "gpus"):
+        if getattr(args, name):
+            options += [f"--harness-{name.replace('_', '-')}", str(getattr(args, name))]
+    return options
+
+
 def _conclude(code: int, report_dir: Path, select: str | None) -> int:
-    """The exit code of a finished pytest run, from its code and its report."""
+    """The exit code of a finished pytest run, from its code and its report (the compact
+    summary is already on the terminal: the plugin wrote it; the full table is in
+    summary.md)."""
     import pytest
 
     report = report_dir / "report.json"
     body = json.loads(report.read_text()) if report.exists() else {}
     verdict = body.get("verdict", "error")
-    if report.exists():
-        print((report_dir / "summary.md").read_text())
-        print(f"report: {report_dir}/ (report.json, junit.xml, summary.md, report.html)")
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         raise HarnessError(f"no checks selected (-k {select!r})")
     unfinished = body.get("not_finished") or []
-    if unfinished and code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        raise HarnessError(f"the run did not complete: {len(unfinished)} checks did not finish "
-                           f"({', '.join(unfinished[:3])}{', ...' if len(unfinished) > 3 else ''}"
-                           f"); the report of the checks that finished is in {report_dir}/")
+    if verdict == "incomplete" or unfinished:
+        finished, selected = body.get("finished", 0), body.get("selected")
+        of = f"{finished} of {selected}" if selected else f"{finished}"
+        raise HarnessError(f"the run is INCOMPLETE: {of} checks finished (pytest exit "
+                           f"{int(code)}); the report of the checks that finished is in "
+                           f"{report_dir}/")
     if code == pytest.ExitCode.OK and verdict == "pass":
         return 0
     if code == pytest.ExitCode.TESTS_FAILED and verdict == "fail":
         return 1
-    if verdict == "error":
+    if code == pytest.ExitCode.OK and not report.exists():
+        raise HarnessError("no check ran: every selected check was skipped")
+    if verdict == "error" and report.exists():
         raise HarnessError(f"a check could not run (harness error); see {report_dir}/summary.md")
     raise HarnessError(f"the run did not complete (pytest exit {int(code)}); the report of the "
-                       f"checks that finished is in {report_dir}/")
+                       f"checks that finished, if any, is in {report_dir}/")
 
 
 def _describe(meta: dict) -> str:

@@ -26,9 +26,10 @@ the same step, so all ranks raise together; ranks that count different things (a
 table, shape or dtype) are an error, not a hang.
 
 NVLink multicast (NVLS, symmetric-memory multicast) is never used: ``multicast_off`` forces
-``NCCL_NVLS_ENABLE=0`` and ``TORCH_SYMM_MEM_DISABLE_MULTICAST=1`` in every process the harness
-starts (the CLI, the pytest plugin, and through the environment every child and worker),
-overriding a user's setting.
+``NCCL_NVLS_ENABLE=0`` and ``TORCH_SYMM_MEM_DISABLE_MULTICAST=1`` in the harness's own processes
+(its CLI; a pytest run once it selects harness checks; through the environment every child
+and worker they start), overriding a user's setting. A pytest run of another project, with
+the plugin loaded but no harness check selected, is left as it was.
 """
 
 from __future__ import annotations

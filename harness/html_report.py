@@ -15,7 +15,7 @@ import math
 from html import escape
 
 from harness.plots import DPI, SIZE, render
-from harness.verdict import Verdict, overall
+from harness.verdict import Verdict, finished_of_selected, overall, run_verdict
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em 2em; color: #222; }
@@ -23,6 +23,9 @@ h1 { font-size: 1.5em; margin: 0 0 .3em; } h2 { font-size: 1.2em; margin-top: 1.
 h3 { font-size: 1em; margin: 0 0 .4em; }
 .badge { padding: .1em .5em; border-radius: 4px; color: #fff; font-weight: 600; }
 .pass { background: #1e8449; } .fail { background: #c0392b; } .error { background: #7d3c98; }
+.incomplete { background: #b9770e; }
+.banner { border: 2px solid #b9770e; background: #fdf2e9; padding: .5em 1em; margin: .5em 0 1em;
+  max-width: 60em; font-weight: 600; }
 .meta { border-collapse: collapse; margin: .3em 0 1em; }
 .meta th { text-align: left; padding: .1em 1em .1em 0; font-weight: 600; color: #555; }
 table.checks { border-collapse: collapse; width: 100%; font-size: 13px; }
@@ -116,13 +119,14 @@ def _anchor(index: int, v: Verdict) -> str:
 
 
 def _header(verdicts: list[Verdict], meta: dict) -> str:
-    state = overall(verdicts)
+    state = run_verdict(verdicts, meta)
     counts = {s: sum(v.verdict == s for v in verdicts) for s in ("pass", "fail", "error")}
-    complete = ("complete" if meta.get("complete") else
-                "incomplete: interrupted, or still running")
+    complete = ("complete" if meta.get("complete", True) else
+                "INCOMPLETE: stopped, timed out, lost a worker, or still running")
+    finished = overall(verdicts)
     rows = [("overall verdict", f'<span class="badge {state}">{state.upper()}</span>'),
-            ("checks", f"{len(verdicts)}: {counts['pass']} pass, {counts['fail']} fail, "
-                       f"{counts['error']} error"),
+            ("checks", f"{escape(finished_of_selected(verdicts, meta))}: {counts['pass']} "
+                       f"pass, {counts['fail']} fail, {counts['error']} error"),
             ("run", escape(complete)),
             ("budget", escape(str(meta.get("budget", "-")))),
             ("device", escape(str(meta.get("device", "-")))),
@@ -139,8 +143,12 @@ def _header(verdicts: list[Verdict], meta: dict) -> str:
         rows.append(("did not finish (yet)", "<br>".join(
             f"<code>{escape(str(n))}</code>" for n in meta["not_finished"])))
     body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    banner = "" if state != "incomplete" else (
+        f'<div class="banner">INCOMPLETE: this run did not finish: '
+        f"{escape(finished_of_selected(verdicts, meta))}. The finished checks say "
+        f"{escape(finished.upper())}; the others have no verdict.</div>\n")
     return (f'<h1>sampling-harness report <span class="badge {state}">{state.upper()}</span>'
-            f'</h1>\n<table class="meta">{body}</table>')
+            f'</h1>\n{banner}<table class="meta">{body}</table>')
 
 
 def _row(index: int, v: Verdict) -> str:
@@ -204,7 +212,7 @@ def to_html(verdicts: list[Verdict], meta: dict, cache: FigureCache = CACHE) -> 
     (errors and unexpected verdicts first), then a section per check with a figure or a failure."""
     ordered = sorted(enumerate(verdicts), key=lambda iv: rank(iv[1]))
     sections = "\n".join(s for s in (_section(i, v, cache) for i, v in ordered) if s)
-    state = overall(verdicts)
+    state = run_verdict(verdicts, meta)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f'<link rel="icon" href="data:,">'

@@ -6,18 +6,28 @@ statistical checks (``pytest.mark.statistical``) and the checks that need a GPU
 is a test taking the ``check`` fixture, which runs a check function against one kernel and
 records its verdict. Nothing here knows a family: each comes from ``harness.families``.
 
-Scale-out: ``--gpus N`` spreads the checks over N pytest-xdist workers, one GPU each, their
-verdicts merged into one report (``harness.xdist_gpus``); under torchrun every rank runs the
-selection and the sharded checks split their draws (``harness.distributed``). Either way a
-check's verdict rides on its test report (``user_properties``) to the one process that
-writes the reports (``harness.session``).
+A guest in other people's pytest: installed beside an engine, the plugin is loaded by every
+pytest run of that environment. It adds only ``--harness-*`` options, and it stays inert
+(no environment variable written, no report directory made, no process group, no test
+skipped or parametrised) until the run selects harness checks: a ``--harness-*`` option
+given, or the collection of the harness's suites (``activate``). Only then does it set what
+the harness needs (``harness_environment``: the Triton interpreter on a machine without a
+GPU, NVLink multicast off), register its marks and start its session.
+
+Scale-out: ``--harness-gpus N`` spreads the checks over N pytest-xdist workers, one GPU each,
+their verdicts merged into one report (``harness.xdist_gpus``); under torchrun every rank
+runs the selection and the sharded checks split their draws (``harness.distributed``).
+Either way a check's verdict rides on its test report (``user_properties``) to the one
+process that writes the reports (``harness.session``).
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -37,69 +47,131 @@ from harness.runner import (
     use_triton_interpreter_without_gpu,
 )
 from harness.sanitize import TOOLS, require_tool, run_under_tool
-from harness.session import HarnessSession
+from harness.session import HarnessSession, finished
 from harness.stats.multiple import DEFAULT_FAMILY_ALPHA
 from harness.verdict import Outcome, Verdict
 
 SESSION = pytest.StashKey["HarnessSession"]()
 DEFAULT_SEED = 20261122
-distributed.multicast_off()     # never NVLink multicast, here and in every child and worker
+SUITES = Path(__file__).resolve().parent.parent / "suites"   # the harness's own suites
+# every option's destination and default: a value other than its default selects the harness
+DEFAULTS = {"harness_kernel": [], "harness_device": "auto", "harness_budget": "quick",
+            "harness_seed": DEFAULT_SEED, "harness_report_dir": None,
+            "harness_call_timeout": 600.0, "harness_family_alpha": DEFAULT_FAMILY_ALPHA,
+            "harness_statistical_checks": None, "harness_sanitize": None, "harness_gpus": None}
 
 
 def pytest_addoption(parser):
-    group = parser.getgroup("sampling-harness")
-    group.addoption("--kernel", action="append", default=[], metavar="TARGET",
-                    help="kernel under test: registered name, pkg.module:attr or file.py:attr "
-                         "(repeatable; default: every registered clean kernel of the family)")
-    group.addoption("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    group.addoption("--budget", default="quick", help=" | ".join(BUDGET_NAMES))
-    group.addoption("--harness-seed", type=int, default=DEFAULT_SEED)
-    group.addoption("--report-dir", default=None, help="default: reports/<timestamp>/")
-    group.addoption("--call-timeout", type=float, default=600.0,
-                    help="seconds one kernel call may take before it counts as hung")
-    group.addoption("--family-alpha", type=float, default=DEFAULT_FAMILY_ALPHA,
-                    help="false-fail budget of the whole run, split across its checks")
-    group.addoption("--statistical-checks", type=int, default=None, metavar="N",
-                    help="split the false-fail budget as if the run had N statistical checks "
-                         "(reproducing one check of a larger run; default: count them)")
-    group.addoption("--sanitize", default=None, choices=TOOLS,
-                    help="re-run each family's validity checks under compute-sanitizer "
-                         "(GPU only)")
-    group.addoption("--gpus", type=int, default=None, metavar="N",
-                    help="spread the checks over N pytest-xdist workers, one GPU each (on a "
-                         "CPU run, N workers on the CPU); see docs/scale-out.md")
+    group = parser.getgroup("sampling-harness", "sampling-harness (its checks only)")
+    add = group.addoption
+    add("--harness-kernel", action="append", default=[], metavar="TARGET",
+        help="kernel under test: registered name, pkg.module:attr or file.py:attr "
+             "(repeatable; default: every registered clean kernel of the family)")
+    add("--harness-device", default="auto", choices=("auto", "cpu", "cuda"))
+    add("--harness-budget", default="quick", help=" | ".join(BUDGET_NAMES))
+    add("--harness-seed", type=int, default=DEFAULT_SEED)
+    add("--harness-report-dir", default=None, help="default: reports/<timestamp>/")
+    add("--harness-call-timeout", type=float, default=600.0,
+        help="seconds one kernel call may take before it counts as hung")
+    add("--harness-family-alpha", type=float, default=DEFAULT_FAMILY_ALPHA,
+        help="false-fail budget of the whole run, split across its checks")
+    add("--harness-statistical-checks", type=int, default=None, metavar="N",
+        help="split the false-fail budget as if the run had N statistical checks "
+             "(reproducing one check of a larger run; default: count them)")
+    add("--harness-sanitize", default=None, choices=TOOLS,
+        help="re-run each family's validity checks under compute-sanitizer (GPU only)")
+    add("--harness-gpus", type=int, default=None, metavar="N",
+        help="spread the checks over N pytest-xdist workers, one GPU each (on a CPU run, "
+             "N workers on the CPU); see docs/scale-out.md")
 
 
-def pytest_configure(config):
+def harness_environment(env=None):
+    """What the harness's own processes need in their environment (default: this process's,
+    inherited by every child and xdist worker): Triton's interpreter where torch sees no GPU
+    (before triton is first imported; an explicit setting wins), NVLink multicast off."""
+    use_triton_interpreter_without_gpu(env)
+    return distributed.multicast_off(env)
+
+
+def _in_suites(path) -> bool:
+    real = Path(os.path.realpath(path))
+    return real == SUITES or SUITES in real.parents
+
+
+def selected(config) -> bool:
+    """The run selects the harness: one of its options is given (a value other than the
+    default), or it was already activated."""
+    return SESSION in config.stash or any(
+        config.getoption(dest) != default for dest, default in DEFAULTS.items())
+
+
+def activate(config) -> HarnessSession:
+    """The run selects harness checks: set the harness's environment and start its session
+    (once). A run that never gets here is left as it was."""
+    state = config.stash.get(SESSION, None)
+    if state is not None:
+        return state
+    harness_environment()
     config.addinivalue_line("markers", "family(name): the kernel family a suite module checks")
     config.addinivalue_line("markers", "statistical: a check that spends part of the run's "
                                        "false-fail budget")
     config.addinivalue_line("markers", "gpu: a check that runs on a CUDA device only")
-    use_triton_interpreter_without_gpu()
     state = config.stash[SESSION] = HarnessSession(config)
     config.pluginmanager.register(state, "sampling-harness-session")
-    if state.controller and (config.getoption("gpus") or 1) > 1:    # the checks' total, order
+    if state.controller and (config.getoption("harness_gpus") or 1) > 1:   # total, order
         config.pluginmanager.register(xdist_gpus.Controller(state), "sampling-harness-xdist")
     if state.sanitize:
         try:
             require_tool(state.sanitize, state.device)
         except HarnessError as exc:
             pytest.exit(str(exc), returncode=2)
+    return state
+
+
+def _state(config) -> HarnessSession | None:
+    return config.stash.get(SESSION, None)
+
+
+def _is_check(item) -> bool:
+    return "check" in getattr(item, "fixturenames", ()) and \
+        item.get_closest_marker("family") is not None
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_Watch(config), "sampling-harness-watch")
+    if selected(config):
+        activate(config)
+
+
+class _Watch:
+    """Activates the harness when the run turns out to select its checks: its suites being
+    collected, or (an xdist controller of a plain ``-n`` run) a verdict arriving."""
+
+    def __init__(self, config):
+        self.config = config
+
+    def pytest_collectstart(self, collector):
+        if SESSION not in self.config.stash and _in_suites(collector.path):
+            activate(self.config)
+
+    def pytest_runtest_logreport(self, report):
+        if SESSION not in self.config.stash and xdist_gpus.unpack(report) is not None:
+            activate(self.config).pytest_runtest_logreport(report)   # registered too late
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """``--gpus N``: N pinned xdist workers (before xdist reads its options)."""
-    if config.getoption("gpus") is not None:
+    """``--harness-gpus N``: N pinned xdist workers (before xdist reads its options)."""
+    if config.getoption("harness_gpus") is not None:
         try:
-            device = resolve_device(config.getoption("device"))
+            device = resolve_device(config.getoption("harness_device"))
         except HarnessError as exc:
             raise pytest.UsageError(str(exc)) from None
         xdist_gpus.configure(config, device.type)
 
 
 def pytest_unconfigure(config):
-    state = config.stash.get(SESSION, None)
+    state = _state(config)
     if state is not None and state.owns_group:
         distributed.shutdown()
 
@@ -109,8 +181,11 @@ def pytest_generate_tests(metafunc):
         return
     marker = metafunc.definition.get_closest_marker("family")
     if marker is None:
-        raise pytest.UsageError(f"{metafunc.definition.nodeid}: suite module has no family mark")
-    kernels = metafunc.config.stash[SESSION].kernels(marker.args[0])
+        if _in_suites(metafunc.definition.path):
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: suite module has no "
+                                    f"family mark")
+        return      # another project's `kernel`: not ours
+    kernels = activate(metafunc.config).kernels(marker.args[0])
     metafunc.parametrize("kernel", kernels, ids=[k.name for k in kernels])
 
 
@@ -118,9 +193,12 @@ def pytest_generate_tests(metafunc):
 def pytest_collection_modifyitems(session, config, items):
     """Count the statistical checks before any -k/-m deselection, so a check keeps the same
     alpha whether it runs alone (to reproduce it) or with its whole run."""
-    state = config.stash[SESSION]
+    state = _state(config)
+    if state is None:
+        return
     state.statistical_checks = state.pinned_checks or sum(
-        item.get_closest_marker("statistical") is not None for item in items)
+        _is_check(item) and item.get_closest_marker("statistical") is not None
+        for item in items)
     if state.sanitize:
         keep, drop = [], []
         for item in items:
@@ -134,13 +212,14 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_collection_finish(session):
-    session.config.stash[SESSION].collected(
-        [item.nodeid for item in session.items if "check" in getattr(item, "fixturenames", ())])
+    state = _state(session.config)
+    if state is not None:
+        state.collected([item.nodeid for item in session.items if _is_check(item)])
 
 
 def pytest_runtest_setup(item):
-    if item.get_closest_marker("gpu") is not None:
-        state = item.config.stash[SESSION]
+    state = _state(item.config)
+    if state is not None and item.get_closest_marker("gpu") is not None and _is_check(item):
         if state.device.type != "cuda":
             kernel = item.callspec.params["kernel"]
             item.user_properties.append((xdist_gpus.LINE, (
@@ -152,7 +231,7 @@ def pytest_runtest_setup(item):
 def pytest_report_teststatus(report, config):
     """No progress dots for checks: each prints its own line (``HarnessSession.progress``);
     other tests keep pytest's."""
-    state = config.stash.get(SESSION, None)
+    state = _state(config)
     if state is not None and report.nodeid in state.checks and (
             report.when == "call" or report.skipped and report.when == "setup"):
         if hasattr(report, "wasxfail"):
@@ -163,9 +242,9 @@ def pytest_report_teststatus(report, config):
 
 def pytest_sessionfinish(session, exitstatus):
     """Final write: ``complete`` is false when the run was interrupted or broke down."""
-    state = session.config.stash.get(SESSION, None)
-    if state is not None and state.writes and state.verdicts:
-        state.write(complete=exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED))
+    state = _state(session.config)
+    if state is not None and state.writes and (state.verdicts or state.checks):
+        state.write(complete=finished(exitstatus))
         append_step_summary(state.report_dir / "summary.md")
 
 
@@ -230,8 +309,8 @@ class CheckContext:
         each memory access by orders of magnitude)."""
         args = ["--pyargs", f"suites.{self.family.suite}", "-q",
                 "-p", "no:cacheprovider", "-k", f"test_{self.check_name}",
-                "--kernel", self.kernel.target, "--device", "cuda", "--budget=smoke",
-                *self.state.call_args]
+                "--harness-kernel", self.kernel.target, "--harness-device", "cuda",
+                "--harness-budget=smoke", *self.state.call_args]
         directory = (self.state.report_dir / "sanitize" /
                      f"{self.kernel.family}-{self.kernel.name}-{self.check_name}")
         return run_under_tool(self.sanitize, args, directory)
@@ -303,7 +382,7 @@ class CheckContext:
 
 @pytest.fixture
 def check(request, kernel) -> CheckContext:
-    return CheckContext(request.config.stash[SESSION], kernel, request.node)
+    return CheckContext(activate(request.config), kernel, request.node)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.html_report import to_html
-from harness.verdict import Verdict, overall
+from harness.verdict import Verdict, finished_of_selected, overall, run_verdict
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -50,17 +50,46 @@ def _finite(value):
 
 
 def to_json(verdicts: list[Verdict], meta: dict) -> str:
-    body = {"verdict": overall(verdicts), **meta, "checks": [v.to_dict() for v in verdicts]}
+    """``verdict``: the run's ("incomplete" when it did not finish, ``run_verdict``);
+    ``verdict_of_finished``: what the finished checks say; ``finished`` (with a verdict or
+    skipped) of ``selected`` checks; each check's ``duration`` in seconds."""
+    body = {"verdict": run_verdict(verdicts, meta), "verdict_of_finished": overall(verdicts),
+            "finished": len(verdicts), **meta, "checks": [v.to_dict() for v in verdicts]}
     return json.dumps(_finite(body), indent=2) + "\n"
 
 
-def to_junit(verdicts: list[Verdict]) -> str:
+def incomplete_line(verdicts: list[Verdict], meta: dict) -> str:
+    """'INCOMPLETE: 3 of 77 checks finished (the finished checks: pass); did not finish: ...'"""
+    unfinished = meta.get("not_finished") or []
+    listed = f"; did not finish: {', '.join(unfinished[:5])}" + (
+        f" and {len(unfinished) - 5} more" if len(unfinished) > 5 else "") if unfinished else ""
+    return (f"INCOMPLETE: {finished_of_selected(verdicts, meta)} (stopped, timed out, or a "
+            f"worker died); the finished checks: {overall(verdicts)}{listed}")
+
+
+def to_junit(verdicts: list[Verdict], meta: dict | None = None) -> str:
+    """One testcase per check; the run's verdict and count as testsuite properties, and an
+    incomplete run as one more testcase in error, so CI never reads it as green."""
+    meta = meta or {}
+    incomplete = run_verdict(verdicts, meta) == "incomplete"
     failures = sum(v.verdict != "error" and not v.as_expected for v in verdicts)
-    errors = sum(v.verdict == "error" for v in verdicts)
+    errors = sum(v.verdict == "error" for v in verdicts) + incomplete
     skipped = sum(v.verdict == "fail" and v.as_expected for v in verdicts)
-    suite = ET.Element("testsuite", name="sampling-harness", tests=str(len(verdicts)),
+    suite = ET.Element("testsuite", name="sampling-harness",
+                       tests=str(len(verdicts) + incomplete),
                        failures=str(failures), errors=str(errors), skipped=str(skipped),
                        time=f"{sum(v.duration for v in verdicts):.3f}")
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (("verdict", run_verdict(verdicts, meta)),
+                        ("finished", meta.get("finished", len(verdicts))),
+                        ("selected", meta.get("selected", "")),
+                        ("complete", str(bool(meta.get("complete", True))).lower())):
+        ET.SubElement(properties, "property", name=name, value=str(value))
+    if incomplete:
+        case = ET.SubElement(suite, "testcase", classname="sampling-harness", name="run",
+                             time="0")
+        line = incomplete_line(verdicts, meta)
+        ET.SubElement(case, "error", message=line, type="incomplete").text = line
     for v in verdicts:
         case = ET.SubElement(suite, "testcase", classname=f"{v.family}.{v.kernel}",
                              name=v.name, time=f"{v.duration:.3f}")
@@ -88,7 +117,7 @@ def _row(v: Verdict, stated: bool) -> str:
              _fmt(v.samples, ","), effect, f"{v.duration:.1f}", v.message]
     if stated:
         cells.insert(3, v.expected)
-    return "| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |"
+    return "| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |"
 
 
 HEADER = ["kernel", "check", "verdict", "p-value", "alpha", "samples",
@@ -107,8 +136,14 @@ def to_markdown(verdicts: list[Verdict], meta: dict) -> str:
     kernels = [v for v in verdicts if v.role != "baseline"]
     baselines = [v for v in verdicts if v.role == "baseline"]
     unfinished = meta.get("not_finished") or []
-    lines = [f"# sampling-harness: {overall(verdicts).upper()}"
-             + (" (incomplete)" if unfinished and meta.get("complete") is False else ""), "",
+    state = run_verdict(verdicts, meta)
+    title = f"INCOMPLETE ({finished_of_selected(verdicts, meta)})" if state == "incomplete" \
+        else state.upper()
+    lines = [f"# sampling-harness: {title}", ""]
+    if state == "incomplete":
+        lines += ["The run did not finish: " + incomplete_line(verdicts, meta).removeprefix(
+            "INCOMPLETE: ") + ".", ""]
+    lines += [
              f"budget `{meta.get('budget')}`, device `{meta.get('device')}`, harness seed "
              f"`{meta.get('harness_seed')}`, family-wise false-fail budget "
              f"`{meta.get('family_alpha')}`{_spread(meta)}", ""]
@@ -138,7 +173,7 @@ def _spread(meta: dict) -> str:
 
 def write_all(directory: Path, verdicts: list[Verdict], meta: dict) -> None:
     atomic_write(directory / "report.json", to_json(verdicts, meta))
-    atomic_write(directory / "junit.xml", to_junit(verdicts))
+    atomic_write(directory / "junit.xml", to_junit(verdicts, meta))
     atomic_write(directory / "summary.md", to_markdown(verdicts, meta))
     atomic_write(directory / "report.html", to_html(verdicts, meta))
 

@@ -163,15 +163,16 @@ def pytest_args(report: dict, verdict: dict, report_dir: Path) -> list[str]:
         raise HarnessError(f"the report's family {verdict['family']!r} is unknown here; known: "
                            f"{', '.join(FAMILIES)}")
     suite = Path(suites.__file__).parent / FAMILIES[verdict["family"]].suite
-    args = [str(suite), "-q", "-p", "no:cacheprovider", "--kernel", verdict["target"],
-            "--budget", report["budget"], "--device", torch.device(report["device"]).type,
+    args = [str(suite), "-q", "-p", "no:cacheprovider", "--harness-kernel", verdict["target"],
+            "--harness-budget", report["budget"],
+            "--harness-device", torch.device(report["device"]).type,
             "--harness-seed", str(report["harness_seed"]),
-            "--family-alpha", repr(float(report["family_alpha"])),
-            "--report-dir", str(report_dir)]
+            "--harness-family-alpha", repr(float(report["family_alpha"])),
+            "--harness-report-dir", str(report_dir)]
     if report["statistical_checks"] > 0:       # 0: a run of exact checks only, nothing to pin
-        args += ["--statistical-checks", str(report["statistical_checks"])]
+        args += ["--harness-statistical-checks", str(report["statistical_checks"])]
     tool = sanitizer(verdict)
-    return args + (["--sanitize", tool] if tool else [])
+    return args + (["--harness-sanitize", tool] if tool else [])
 
 
 class ExactCheck:

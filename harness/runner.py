@@ -51,11 +51,13 @@ def seed_stream(seed: int):
         yield int(rng.integers(0, 2**31 - 1))
 
 
-def use_triton_interpreter_without_gpu() -> None:
+def use_triton_interpreter_without_gpu(env: dict | None = None) -> None:
     """Triton kernels run on a CPU only through its interpreter, which must be chosen before
-    triton is first imported: choose it when torch sees no GPU (an explicit setting wins)."""
+    triton is first imported: choose it in ``env`` (default: this process's environment)
+    when torch sees no GPU (an explicit setting wins). Called by the harness's own processes
+    only (its CLI, and a pytest run once it selects harness checks: ``harness.plugin``)."""
     if not torch.cuda.is_available():
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+        (os.environ if env is None else env).setdefault("TRITON_INTERPRET", "1")
 
 
 def resolve_device(device: str) -> torch.device:

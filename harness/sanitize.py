@@ -156,7 +156,7 @@ def run_under_tool(tool: str, pytest_args: list[str], directory: Path,
     """Run ``pytest pytest_args`` (one check, one kernel) under ``tool``; judge its log."""
     directory.mkdir(parents=True, exist_ok=True)
     log, child_dir = directory / f"{tool}.log", directory / "child"
-    args = [*pytest_args, "--report-dir", str(child_dir)]
+    args = [*pytest_args, "--harness-report-dir", str(child_dir)]
     env = {**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
     try:
         done = subprocess.run(child_command(require_tool(tool, torch.device("cuda")), tool,

@@ -3,6 +3,7 @@ verdicts so far, where and by whom reports are written (see ``HarnessSession``).
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -12,11 +13,13 @@ import torch
 from harness import distributed, xdist_gpus
 from harness.budgets import get_budget
 from harness.errors import HarnessError
+from harness.families import FAMILIES
 from harness.loader import Kernel, load
 from harness.registry import default_kernels
 from harness.reports import writable, write_all
 from harness.runner import resolve_device
 from harness.stats.multiple import bonferroni
+from harness.terminal import one_line, summary_lines
 from harness.verdict import Verdict
 
 
@@ -33,35 +36,36 @@ class HarnessSession:
         self.controller = xdist_gpus.distributing(config)
         self.workers = len(opt("tx", None) or ()) if self.controller else None
         try:
-            self.device = resolve_device(opt("device"))
-            self.budget = get_budget(opt("budget"))
+            self.device = resolve_device(opt("harness_device"))
+            self.budget = get_budget(opt("harness_budget"))
             launch = distributed.launch_env()
             self.shard = distributed.SINGLE
             self.owns_group = False
             if launch is not None:
-                if self.worker or self.controller or (opt("gpus") or 1) > 1:
-                    raise HarnessError("--gpus (pytest-xdist) and torchrun do not mix: "
+                if self.worker or self.controller or (opt("harness_gpus") or 1) > 1:
+                    raise HarnessError("--harness-gpus (pytest-xdist) and torchrun do not mix: "
                                        "spread independent checks or shard one, not both")
-                if opt("sanitize"):
-                    raise HarnessError("--sanitize does not run under torchrun")
+                if opt("harness_sanitize"):
+                    raise HarnessError("--harness-sanitize does not run under torchrun")
                 self.owns_group = not distributed.initialized()
-                self.shard = distributed.init(launch, self.device.type, opt("call_timeout"))
+                self.shard = distributed.init(launch, self.device.type, opt("harness_call_timeout"))
                 if self.device.type == "cuda":
                     self.device = torch.device("cuda", launch.local_rank)
         except HarnessError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.writes = not self.worker and self.shard.rank == 0
-        self.targets: list[str] = opt("kernel")
+        self.targets: list[str] = opt("harness_kernel")
         self.harness_seed: int = opt("harness_seed")
-        self.call_timeout: float = opt("call_timeout")
-        self.family_alpha: float = opt("family_alpha")
-        self.sanitize: str | None = opt("sanitize")
-        self.pinned_checks: int | None = opt("statistical_checks")
+        self.call_timeout: float = opt("harness_call_timeout")
+        self.family_alpha: float = opt("harness_family_alpha")
+        self.sanitize: str | None = opt("harness_sanitize")
+        self.pinned_checks: int | None = opt("harness_statistical_checks")
         if self.pinned_checks is not None and self.pinned_checks < 1:
-            raise pytest.UsageError(f"--statistical-checks must be >= 1, got {self.pinned_checks}")
+            raise pytest.UsageError(f"--harness-statistical-checks must be >= 1, got "
+                                    f"{self.pinned_checks}")
         self.call_args = [f"--{name.replace('_', '-')}={opt(name)}" for name in
-                          ("harness_seed", "call_timeout", "family_alpha")]
-        self.report_dir = Path(opt("report_dir") or distributed.agree(
+                          ("harness_seed", "harness_call_timeout", "harness_family_alpha")]
+        self.report_dir = Path(opt("harness_report_dir") or distributed.agree(
             Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S"), self.shard))
         try:
             if self.writes:
@@ -74,8 +78,10 @@ class HarnessSession:
         self.order: dict[str, int] = {}           # node id -> place in the collection
         self.settled: set[str] = set()            # checks with a verdict, or skipped
         self.done = 0                             # checks finished
+        self.skipped: list[str] = []              # the family of each skipped check
         self.plugins = config.pluginmanager
         self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.clock = time.perf_counter()
         self._kernels: dict[str, list[Kernel]] = {}
 
     def kernels(self, family: str) -> list[Kernel]:
@@ -96,8 +102,11 @@ class HarnessSession:
         return {"budget": self.budget, "device": str(self.device),
                 "harness_seed": self.harness_seed, "family_alpha": self.family_alpha,
                 "statistical_checks": self.statistical_checks, "started": self.started,
+                "seconds": round(time.perf_counter() - self.clock, 1),   # the run's, so far
                 "families": sorted({v.family for _, v in self.verdicts}),
                 "complete": complete and not unfinished, "not_finished": unfinished,
+                "selected": len(self.checks) or None, "skipped": len(self.skipped),
+                "finished": len(self.verdicts) + len(self.skipped),
                 **({"workers": self.workers} if self.workers else {}),
                 **({"world_size": self.shard.world} if self.shard.world > 1 else {})}
 
@@ -107,7 +116,9 @@ class HarnessSession:
         return [v for _, v in sorted(self.verdicts, key=lambda nv: self.order.get(nv[0], inf))]
 
     def write(self, complete: bool = False) -> None:
-        if self.writes and self.verdicts:
+        """Rewrite the reports (after each check: ``complete`` false, the run is going on);
+        the last write of a run that stopped before any verdict still says INCOMPLETE."""
+        if self.writes and (self.verdicts or self.checks and not complete):
             write_all(self.report_dir, self.ordered(), self.meta(complete))
 
     def collected(self, nodeids: list[str]) -> None:
@@ -138,11 +149,13 @@ class HarnessSession:
             self.write()
             stated = "" if verdict.expected == "pass" else (
                 " (as stated)" if verdict.as_expected else f" (stated: {verdict.expected})")
+            reason = "" if verdict.verdict == "pass" else f": {one_line(verdict.message, 160)}"
             self.progress(f"{verdict.family} / {verdict.kernel} / {verdict.name}: "
-                          f"{verdict.verdict}{stated} in {verdict.duration:.1f} s")
+                          f"{verdict.verdict}{stated} in {verdict.duration:.1f} s{reason}")
         elif report.skipped and report.when in ("setup", "call") and \
                 report.nodeid in self.checks:
             self.settled.add(report.nodeid)
+            self.skipped.append(_family(report))
             self.progress(xdist_gpus.line(report) or f"{report.nodeid}: skipped")
         elif report.failed and report.when in ("setup", "???") and report.nodeid in self.checks:
             why = "its worker crashed" if report.when == "???" else "an error before it ran"
@@ -158,3 +171,28 @@ class HarnessSession:
             total = f"/{len(self.checks)}" if self.checks else ""   # unknown under a plain -n
             terminal.ensure_newline()
             terminal.write_line(f"[{self.done:{width}d}{total}] {line}")
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus) -> None:
+        """(A hook.) The compact end of the run (``harness.terminal``), written by the
+        process that writes the reports; the full table is in summary.md."""
+        if not self.writes or not (self.verdicts or self.checks):
+            return
+        meta = self.meta(finished(exitstatus))
+        terminalreporter.ensure_newline()
+        for line in summary_lines(self.ordered(), meta, self.skipped, self.report_dir):
+            terminalreporter.write_line(line)
+
+
+def _family(report) -> str:
+    """The family of a skipped check: its progress line's first part, or its suite package."""
+    line = xdist_gpus.line(report)
+    if line:
+        return line.split(" / ")[0]
+    parts = report.nodeid.split("::")[0].replace("\\", "/").split("/")
+    return next((f for f, spec in FAMILIES.items() if spec.suite in parts), "?")
+
+
+def finished(exitstatus) -> bool:
+    """pytest ran the whole selection (some checks may have failed): not interrupted, not
+    broken down."""
+    return exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)

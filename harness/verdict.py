@@ -59,3 +59,18 @@ def overall(verdicts: list[Verdict]) -> str:
     if not verdicts or any(v.verdict == "error" for v in verdicts):
         return "error"
     return "pass" if all(v.as_expected for v in verdicts) else "fail"
+
+
+def run_verdict(verdicts: list[Verdict], meta: dict) -> str:
+    """The run's verdict: "incomplete" when it did not finish every selected check (stopped,
+    timed out, a worker died; or still running), whatever the finished checks say; else
+    ``overall``. An incomplete run never reads as a pass."""
+    return overall(verdicts) if meta.get("complete", True) else "incomplete"
+
+
+def finished_of_selected(verdicts: list[Verdict], meta: dict) -> str:
+    """'3 of 77 checks finished' (the total when the run knows it); a skipped check is a
+    finished one (``meta["finished"]``: checks with a verdict or skipped)."""
+    finished, selected = meta.get("finished", len(verdicts)), meta.get("selected")
+    return f"{finished} of {selected} checks finished" if selected else \
+        f"{finished} checks finished"

@@ -1,11 +1,11 @@
 """Independent checks spread over GPUs with pytest-xdist: one worker per GPU, one merged report.
 
-``--gpus N`` (the CLI's and the plugin's option; N > 1) starts N xdist workers, worker i with
-``CUDA_VISIBLE_DEVICES`` set to the i-th visible GPU before its interpreter imports torch (an
-execnet ``popen//env:`` spec), so each worker sees one device as ``cuda``; on a CPU run the
-same N workers share the CPU (each with ``OMP_NUM_THREADS`` = cores / N unless set). Checks
-go to whichever worker is free (``--dist load``; not ``loadgroup`` or ``loadscope``, which
-re-run the check a worker died in on its replacement).
+``--gpus N`` (the CLI's option; the plugin's ``--harness-gpus N``; N > 1) starts N xdist
+workers, worker i with ``CUDA_VISIBLE_DEVICES`` set to the i-th visible GPU before its
+interpreter imports torch (an execnet ``popen//env:`` spec), so each worker sees one device as
+``cuda``; on a CPU run the same N workers share the CPU (each with ``OMP_NUM_THREADS`` =
+cores / N unless set). Checks go to whichever worker is free (``--dist load``; not
+``loadgroup`` or ``loadscope``, which re-run the check a worker died in on its replacement).
 
 The family-wise alpha is the same as a one-GPU run's: every worker collects the whole
 selection and counts its statistical checks before any split (``pytest_collection_
@@ -79,12 +79,12 @@ def worker_specs(gpus: int, device_type: str, count: int | None = None) -> list[
 
 def configure(config: pytest.Config, device_type: str) -> None:
     """(Controller, from ``pytest_cmdline_main``, before xdist reads its options.) Turn
-    ``--gpus N`` into N pinned xdist workers."""
-    gpus = config.getoption("gpus")
+    ``--harness-gpus N`` into N pinned xdist workers."""
+    gpus = config.getoption("harness_gpus")
     if gpus is None or is_worker(config):
         return
     if config.getoption("numprocesses", None) or config.getoption("tx", None):
-        raise pytest.UsageError("give --gpus N or xdist's -n/--tx, not both")
+        raise pytest.UsageError("give --harness-gpus N or xdist's -n/--tx, not both")
     if gpus == 1:     # one process on the default device: nothing to spread
         return
     try:

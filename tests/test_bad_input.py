@@ -44,8 +44,9 @@ def test_unwritable_report_dir_under_pytest(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     done = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "suites.sample", "-q",
-                           "-p", "no:cacheprovider", "--kernel", "torch-fp64",
-                           "--report-dir", str(blocker / "r")], capture_output=True, text=True)
+                           "-p", "no:cacheprovider", "--harness-kernel", "torch-fp64",
+                           "--harness-report-dir", str(blocker / "r")], capture_output=True,
+                          text=True)
     assert done.returncode == 4 and "is not writable" in done.stderr
 
 

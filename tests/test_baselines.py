@@ -77,7 +77,9 @@ def test_failing_as_stated_passes_the_run(tmp_path, baselines):
     [check] = report["checks"]
     assert (check["verdict"], check["expected"], check["role"]) == ("fail", "fail", "baseline")
     assert report["verdict"] == "pass"
-    assert "fail (as stated)" in output and "## Baselines" in output
+    summary = (tmp_path / "r" / "summary.md").read_text()
+    assert "fail (as stated)" in output and "## Baselines" in summary
+    assert "sample: 0 passed, 0 failed, 0 skipped, 1 failed as stated" in output
     skipped = ET.parse(tmp_path / "r" / "junit.xml").getroot().find("testcase/skipped")
     assert skipped is not None and "failed as stated" in skipped.get("message")
 
@@ -88,4 +90,5 @@ def test_passing_a_check_stated_to_fail_fails_the_run(tmp_path, baselines):
                                report_dir=tmp_path / "r")
     assert code == 1, output[-3000:]
     assert report["checks"][0]["verdict"] == "pass" and report["verdict"] == "fail"
-    assert "not as stated" in output
+    assert "not as stated" in (tmp_path / "r" / "summary.md").read_text()
+    assert "fit_curated: pass (stated: fail): " in output

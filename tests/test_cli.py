@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -25,6 +26,11 @@ def interrupted_on_fifth_call(probs, seed):
     if CALLS["n"] == 5:
         os.kill(os.getpid(), signal.SIGINT)
     return probs.argmax(dim=-1)
+def slow(probs, seed):
+    import time
+    time.sleep(0.3)
+    g = torch.Generator().manual_seed(seed)
+    return probs.div(torch.empty_like(probs).exponential_(generator=g)).argmax(dim=-1)
 def killed_on_fifth_call(probs, seed):
     CALLS["n"] += 1
     if CALLS["n"] == 5:
@@ -75,6 +81,16 @@ def test_contract_violation_fails_every_check_and_reports(kernel_file, tmp_path)
     suite = ET.parse(tmp_path / "junit.xml").getroot()
     assert int(suite.get("failures")) == len(report["checks"])
     assert "FAIL" in (tmp_path / "summary.md").read_text()
+    progress = [line for line in output.splitlines() if line.startswith("[")
+                and " fail in " in line]                   # the reason, as it happens
+    assert len(progress) == len(report["checks"])
+    assert all("dtype torch.float32" in line for line in progress)
+    end = output[output.index(f"sampling-harness: FAIL ({len(report['checks'])} checks"):]
+    assert f"sample: 0 passed, {len(report['checks'])} failed, " in end
+    assert end.count("    reproduce: sampling-harness check sample --kernel ") == len(
+        report["checks"])
+    assert "slowest " in end and f"report: {tmp_path}/" in end
+    assert "| kernel | check |" not in output
 
 
 def test_sigint_leaves_the_report_of_finished_checks(kernel_file, tmp_path):
@@ -83,8 +99,48 @@ def test_sigint_leaves_the_report_of_finished_checks(kernel_file, tmp_path):
                                f"{kernel_file}:interrupted_on_fifth_call", "--device", "cpu",
                                "-k", "test_validity or test_independence", report_dir=tmp_path)
     assert code == 2 and "Traceback" not in output
-    assert report["complete"] is False
+    assert report["complete"] is False and report["verdict"] == "incomplete"
     assert [c["name"] for c in report["checks"]] == ["independence"]
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_run_stopped_halfway_is_incomplete_in_all_five_outputs(kernel_file, tmp_path, stop):
+    """Ctrl-C (SIGINT from outside; SIGTERM, as a CI time limit sends) once the first of two
+    checks has finished: the terminal, summary.md, report.html, junit.xml and report.json say
+    INCOMPLETE, 1 of 2; exit code 2."""
+    command = [sys.executable, "-m", "harness.cli", "check", "sample", "--kernel",
+               f"{kernel_file}:slow", "--device", "cpu", "--budget", "smoke",
+               "-k", "test_independence or test_validity", "--report-dir", str(tmp_path)]
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    seen = []
+    for line in run.stdout:
+        seen.append(line)
+        if line.startswith("[1/2] "):
+            run.send_signal(stop)
+            break
+    rest, _ = run.communicate(timeout=300)
+    output = "".join(seen) + rest
+    assert run.returncode == 2 and "Traceback" not in output, output[-3000:]
+    assert "[1/2] sample / " in output and "[2/2]" not in output
+    assert "sampling-harness: INCOMPLETE: 1 of 2 checks finished" in output
+    assert "the run is INCOMPLETE: 1 of 2 checks finished" in output
+    assert "| kernel | check |" not in output          # the full table: summary.md only
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.startswith("# sampling-harness: INCOMPLETE (1 of 2 checks finished)")
+    page = (tmp_path / "report.html").read_text()
+    assert '<span class="badge incomplete">INCOMPLETE</span>' in page
+    assert "<title>sampling-harness: INCOMPLETE</title>" in page and "badge pass\">PASS" not in page
+    suite = ET.parse(tmp_path / "junit.xml").getroot()
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert properties["verdict"] == "incomplete" and properties["finished"] == "1"
+    run_case = [c for c in suite.iter("testcase") if c.get("name") == "run"]
+    assert run_case and "INCOMPLETE: 1 of 2" in run_case[0].find("error").get("message")
+    assert int(suite.get("errors")) >= 1
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert (report["verdict"], report["finished"], report["selected"]) == ("incomplete", 1, 2)
+    assert report["complete"] is False and len(report["not_finished"]) == 1
+    assert report["checks"][0]["duration"] > 0
 
 
 def test_sigkill_leaves_the_report_of_finished_checks(kernel_file, tmp_path):

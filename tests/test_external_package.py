@@ -52,7 +52,8 @@ def test_entry_point_registers_the_kernel(installed, tmp_path):
                          "my-race", "--budget", "smoke", "-k", "test_validity",
                          "--report-dir", str(tmp_path / "r")], env, project)
     assert code == 0, output[-3000:]
-    assert "my-race | validity | **pass**" in output
+    assert "sample: 1 passed, 0 failed, 0 skipped" in output
+    assert "my-race | validity | **pass**" in (tmp_path / "r" / "summary.md").read_text()
 
 
 def test_its_own_tests_call_the_harness(installed):
@@ -65,8 +66,8 @@ def test_its_own_tests_call_the_harness(installed):
 def test_pyargs_runs_a_family_on_it(installed, tmp_path):
     env, project = installed
     code, output = _run([sys.executable, "-m", "pytest", "--pyargs", "suites.sample", "-q",
-                         "-p", "no:cacheprovider", "--kernel", "mysampler.race:sample",
-                         "--budget", "smoke", "-k", "validity or fit_curated",
-                         "--report-dir", str(tmp_path / "r")], env, project)
+                         "-p", "no:cacheprovider", "--harness-kernel", "mysampler.race:sample",
+                         "--harness-budget", "smoke", "-k", "validity or fit_curated",
+                         "--harness-report-dir", str(tmp_path / "r")], env, project)
     assert code == 0 and "2 passed" in output, output[-3000:]
     assert (tmp_path / "r" / "report.json").exists()

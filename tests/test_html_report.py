@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -183,6 +185,30 @@ def test_figures_render_once_per_plot(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["junit.xml", "report.html",
                                                           "report.json", "summary.md"]
     assert "<td>complete</td>" in (tmp_path / "report.html").read_text()
+
+
+def test_an_incomplete_run_is_never_green(tmp_path):
+    """Every check that finished passed, but 3 of 5 did: INCOMPLETE in all four files."""
+    meta = {**META, "complete": False, "selected": 5, "not_finished": ["x::a", "x::b", "x::c"]}
+    write_all(tmp_path, [verdict("a"), verdict("b")], meta)
+    page = (tmp_path / "report.html").read_text()
+    assert '<span class="badge incomplete">INCOMPLETE</span></h1>' in page
+    assert "badge pass\">PASS" not in page and "2 of 5 checks finished" in page
+    colour = re.search(r"\.incomplete \{ background: (#[0-9a-f]{6})", page).group(1)
+    assert colour not in re.search(r"\.pass \{ background: (#[0-9a-f]{6})", page).group(1)
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.startswith("# sampling-harness: INCOMPLETE (2 of 5 checks finished)")
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert (report["verdict"], report["verdict_of_finished"]) == ("incomplete", "pass")
+    suite = ET.parse(tmp_path / "junit.xml").getroot()
+    assert {p.get("name"): p.get("value") for p in suite.iter("property")}["verdict"] == \
+        "incomplete"
+    assert suite.get("errors") == "1" and "did not finish: x::a" in suite.find(
+        "testcase[@name='run']/error").get("message")
+    write_all(tmp_path, [verdict("a"), verdict("b")], {**meta, "complete": True,
+                                                       "not_finished": [], "selected": 2})
+    assert '<span class="badge pass">PASS</span></h1>' in (tmp_path / "report.html").read_text()
+    assert json.loads((tmp_path / "report.json").read_text())["verdict"] == "pass"
 
 
 def chrome():

@@ -54,11 +54,14 @@ def test_two_workers_merge_into_the_one_process_report_and_lose_only_a_crashed_c
                             capture_output=True, text=True, env=env, timeout=600)
     assert single.returncode == 0, single.stdout[-3000:] + single.stderr[-2000:]
     assert spread.returncode == 2, spread.stdout[-3000:] + spread.stderr[-2000:]
-    assert "1 checks did not finish" in spread.stderr and "Traceback" not in spread.stderr
+    assert "the run is INCOMPLETE: 2 of 3 checks finished" in spread.stderr
+    assert "sampling-harness: INCOMPLETE: 2 of 3 checks finished" in spread.stdout
+    assert "Traceback" not in spread.stderr
     assert "did not finish (its worker crashed)" in spread.stdout
     merged, one = (json.loads((tmp_path / run / "report.json").read_text())
                    for run in ("spread", "single"))
     assert merged["complete"] is False and merged["workers"] == 2
+    assert (merged["verdict"], one["verdict"]) == ("incomplete", "pass")
     assert len(merged["not_finished"]) == 1 and one["not_finished"] == []
     lost = merged["not_finished"][0]
     kept = [c for c in one["checks"] if not lost.split("::")[1].startswith(f"test_{c['name']}[")]
@@ -69,7 +72,8 @@ def test_two_workers_merge_into_the_one_process_report_and_lose_only_a_crashed_c
             assert check[key] == reference[key], (check["name"], key)
         assert check["alpha"] == pytest.approx(1e-4 / 5)
     suite = ET.parse(tmp_path / "spread" / "junit.xml").getroot()
-    assert int(suite.get("tests")) == 2 and int(suite.get("failures")) == 0
+    assert int(suite.get("tests")) == 3 and int(suite.get("failures")) == 0    # 2 + the run
+    assert int(suite.get("errors")) == 1 and suite.find("testcase[@name='run']") is not None
     summary = (tmp_path / "spread" / "summary.md").read_text()
     assert "over 2 pytest-xdist workers" in summary and lost in summary
     assert "pytest-xdist workers" in (tmp_path / "spread" / "report.html").read_text()
@@ -97,14 +101,14 @@ def test_each_worker_is_pinned_to_one_gpu(monkeypatch):
 
 
 def _config(**options):
-    values = {"gpus": None, "numprocesses": None, "tx": [], "dist": "no", **options}
+    values = {"harness_gpus": None, "numprocesses": None, "tx": [], "dist": "no", **options}
     return SimpleNamespace(option=SimpleNamespace(**values),
                            getoption=lambda name, default=None: values.get(name, default))
 
 
 def test_gpus_and_n_do_not_mix():
     with pytest.raises(pytest.UsageError, match="not both"):
-        xdist_gpus.configure(_config(gpus=2, numprocesses=2), "cpu")
-    config = _config(gpus=2)
+        xdist_gpus.configure(_config(harness_gpus=2, numprocesses=2), "cpu")
+    config = _config(harness_gpus=2)
     xdist_gpus.configure(config, "cpu")
     assert len(config.option.tx) == 2 and config.option.dist == "load"
