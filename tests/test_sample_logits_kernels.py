@@ -11,7 +11,7 @@ from harness.errors import KernelFailure
 from harness.families.sample_logits import validate_ids
 from kernels.sample_logits.torch_sample_logits import sample_logits_torch
 from kernels.sample_logits.triton_filtered_race import sample_logits_triton
-from reference.processed import process
+from reference.processed import process, processed_probs
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 KERNELS = {"torch": sample_logits_torch}
@@ -301,3 +301,34 @@ def test_triton_call_never_synchronises_and_replays_in_a_cuda_graph():
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(captured, eager)
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_min_p_draws_stay_in_the_kept_set_and_reach_every_surely_kept_token(name):
+    """min-p rows (ties above the threshold, min_p 1, a scaled row, top-p after min-p, a
+    top-k tighter than min-p) and a row without it, against the reference's masks."""
+    v = 12
+    tied = list(np.log([0.4, 0.2, 0.2, 0.2])) + [-9.0] * (v - 4)
+    maxima = [2.0, 2.0, 1.0, 0.5] + [-9.0] * (v - 4)
+    scaled = list(0.7 * np.array([0.0, -1.0, -2.0, -2.2])) + [-9.0] * (v - 4)
+    mixed = list(np.log([0.5, 0.3, 0.1, 0.1])) + [-9.0] * (v - 4)
+    rows = [tied, maxima, scaled, mixed, tied, mixed]
+    inputs = batch(rows, [1.0, 1.0, 0.7, 1.0, 1.0, 0.5], [0, 0, 0, 0, 2, 0],
+                   [1.0, 1.0, 1.0, 0.6, 1.0, 1.0])
+    inputs["min_p"] = torch.tensor([0.45, 1.0, 0.15, 0.25, 0.1, 0.0], device=DEVICE)
+    proc = process(inputs["logits"].cpu(), inputs["temperature"].cpu(), inputs["top_k"].cpu(),
+                   inputs["top_p"].cpu(), min_p=inputs["min_p"].cpu())
+    assert not proc.ambiguous.any()
+    repeat = 64
+    tiled = {key: value.repeat(repeat, *([1] * (value.dim() - 1)))
+             for key, value in inputs.items()}
+    seen = np.zeros(proc.kept.shape, bool)
+    for seed in range(4):
+        ids = validate_ids(KERNELS[name](**tiled, seed=seed), tiled).cpu().numpy()
+        where = np.arange(ids.size) % proc.kept.shape[0]
+        assert proc.possible[where, ids].all(), "a token min-p masks was drawn"
+        seen[where, ids] = True
+    likely = proc.certain & (processed_probs(
+        inputs["logits"].cpu(), inputs["temperature"].cpu(), inputs["top_k"].cpu(),
+        inputs["top_p"].cpu(), inputs["min_p"].cpu()).probs > 0.02)
+    assert (seen >= likely).all(), "a surely kept token never drawn"

@@ -1,23 +1,32 @@
-"""Family ``sample-logits``: one token per row of logits, after temperature, top-k and top-p.
+"""Family ``sample-logits``: one token per row of logits, after temperature, min-p, top-k
+and top-p.
 
 Contract::
 
-    fn(logits, temperature, top_k, top_p, seed) -> ids
+    fn(logits, temperature, top_k, top_p, seed, *, min_p=None) -> ids
 
 logits float32, bfloat16 or float16 [B, V] (every row with a finite entry; -inf entries are
 masked); temperature float32 [B] (>= 0), top_k int64 [B], top_p float32 [B]; seed int in
 [0, 2^31). Returns int32/int64 [B] on the logits' device. Temperature 0 means greedy: the
 argmax of the logits, the lowest index on ties. Otherwise one draw from softmax of the
-processed logits (reference/processed.py: logits / T, then top-k with ties at the boundary
-kept, then top-p on the renormalised result). The same inputs and seed give the same ids;
-rows are independent, and so are calls with different seeds.
+processed logits (reference/processed.py: logits / T, then min-p, then top-k with ties at
+the boundary kept, then top-p on the renormalised result). The same inputs and seed give the
+same ids; rows are independent, and so are calls with different seeds.
+
+min-p (reference/min_p.py), an option: ``min_p`` float32 [B] in [0, 1], passed by keyword
+and only in calls where some row uses it (so a kernel without the parameter keeps passing
+every other check; the checks with min-p rows skip them for it and say so). Absent or 0
+disables it. It keeps the tokens with p_i >= min_p * max p under softmax(logits / T) of the
+whole row, ties at the threshold kept, in vLLM's order: temperature, min-p, top-k, top-p
+(min-p and top-k commute; top-p runs on the renormalised set both keep). Tokens within
+float32 rounding of the threshold are ambiguous, accepted either way and counted.
 
 The exact validation of every call: the output's type, shape, dtype and device; ids in
 [0, V); never a token whose logit is -inf; greedy rows equal to the argmax. Whether a token
 is kept by top-k and top-p is judged by the checks, against the float64 reference with its
 ambiguity classifier (a per-call sort here would double the cost of every draw).
 
-Read-only inputs: temperature, top_k, top_p. logits may be overwritten (engines divide by
+Read-only inputs: temperature, top_k, top_p, min_p. logits may be overwritten (engines divide by
 the temperature and mask in place); a write past its ends still fails (harness/guard.py).
 """
 
@@ -126,13 +135,15 @@ FAMILY = Family(
     name="sample-logits",
     parameters=("logits", "temperature", "top_k", "top_p", "seed"),
     doc=("fn(logits: float32|bf16|fp16 [B, V], temperature: float32 [B] (0 = greedy), top_k: "
-         "int64 [B], top_p: float32 [B], seed: int in [0, 2^31)) -> int32/int64 [B] token ids: "
+         "int64 [B], top_p: float32 [B], seed: int in [0, 2^31), *, min_p: float32 [B] in "
+         "[0, 1] (optional; passed only when some row uses it)) -> int32/int64 [B] token ids: "
          "one draw from softmax(processed logits), the argmax where temperature is 0"),
     validate=validate_ids,
     output_bytes=lambda inputs: 8 * inputs["logits"].shape[0],
     draws=lambda inputs: inputs["logits"].numel(),
     budgets=BUDGETS,
     writable=("logits",),
+    options=("min_p",),
     bench=BenchSpec(
         gpu_shapes=("256x151936", "32x128256", "1x32000"), cpu_shapes=("8x4099",),
         shape_help="BxV[:filter] (default T 0.8, top-k 50, top-p 0.9)", make_inputs=bench_batch,

@@ -15,7 +15,12 @@ from kernels.logprobs.torch_logprobs import top_k_keep, top_p_keep
 from kernels.meta import mutant
 from kernels.mutants.logprobs_mutants import scale_twice, top_k_exact, top_p_inclusive
 from kernels.sample.torch_race import seeded_generator
-from kernels.sample_logits.torch_sample_logits import Pieces, exponential64, sample_logits_with
+from kernels.sample_logits.torch_sample_logits import (
+    Pieces,
+    exponential64,
+    min_p_keep,
+    sample_logits_with,
+)
 
 
 def _sampled_at_one(x, temperature, sampled):
@@ -114,3 +119,35 @@ def row_shift(logits, temperature, top_k, top_p, seed):
     """Row i sampled from row i-1's logits with row i's settings (an off-by-one row
     pointer)."""
     return sample_logits_with(logits.roll(1, dims=0), temperature, top_k, top_p, seed)
+
+
+def _min_p_on_logits(keys, scaled, keep, min_p):
+    """The min-p threshold taken on the logits as they came, before the temperature."""
+    return min_p_keep(keys, keys, keep, min_p)
+
+
+@mutant(("boundaries",), "quick",
+        bug="min-p computed on softmax of the unscaled logits, not of logits / T (vLLM applies "
+            "temperature first, min-p on the scaled distribution)")
+def min_p_unscaled(logits, temperature, top_k, top_p, seed, min_p=None):
+    """min-p against the unscaled logits: the threshold p_i >= min_p * max p judged under
+    softmax(x) instead of softmax(x / T). Field report: issue 25's min-p class (vLLM's v1
+    sampler applies temperature, then the argmax-invariant min-p processor); at T < 1 it keeps
+    tokens the scaled distribution drops."""
+    return sample_logits_with(logits, temperature, top_k, top_p, seed,
+                              Pieces(min_p=_min_p_on_logits), min_p=min_p)
+
+
+def _min_p_last(filters, min_p_filter):
+    return (*filters, min_p_filter)
+
+
+@mutant(("boundaries",), "quick",
+        bug="min-p applied after top-k and top-p (vLLM v0's order), so top-p renormalises over "
+            "tokens min-p then drops")
+def min_p_after_top_p(logits, temperature, top_k, top_p, seed, min_p=None):
+    """min-p applied after top-p renormalised: top-p's cumulative sum runs over tokens min-p
+    would have removed, so it keeps more of the head than vLLM's order (temperature, min-p,
+    top-k, top-p; vLLM v0 applied min-p last). Field report: issue 25's min-p class."""
+    return sample_logits_with(logits, temperature, top_k, top_p, seed,
+                              Pieces(min_p_order=_min_p_last), min_p=min_p)

@@ -1,4 +1,12 @@
-"""triton-sample-logits: temperature, top-k and top-p with no full sort, then an exact race.
+"""triton-sample-logits: temperature, min-p, top-k and top-p with no full sort, then an exact
+race.
+
+min-p keeps an upper set {z - max z >= log(min_p)} of the row holding its max, so on the
+row it is a top-k: k_min = the count of entries it keeps (ties included). Min-p then top-k
+is top-k at min(k, k_min) (both keep prefixes of the descending order), and top-p then runs
+on that set as it would after min-p: ``fold_min_p`` rewrites k before the launches below
+(torch ops on the device, no synchronisation; one more read of the rows, where some row has
+min-p).
 
 Top-k and top-p each keep a set {x >= c} of the row (ties with the boundary kept), so one
 threshold c per row describes the processed row; the draw is then an exponential race over
@@ -211,8 +219,25 @@ def row_cutoffs(x, t, k, p) -> torch.Tensor:
     return cutoff.contiguous()
 
 
+def fold_min_p(logits: torch.Tensor, t: torch.Tensor, k: torch.Tensor, min_p: torch.Tensor
+               ) -> torch.Tensor:
+    """int64 [B]: top-k folded with min-p (module doc). k_min counts z - max z >= log(min_p)
+    with z = x / T in float32 (monotone in x, so the set is {x >= x_(k_min)} with its ties);
+    rows with min_p 0 or T 0 keep their k. Memory traffic: the rows read once, a float32
+    [B, V] temporary."""
+    vocab = logits.shape[1]
+    x = logits.to(torch.float32)
+    z = x / torch.where(t > 0, t, 1.0)[:, None]
+    bound = torch.log(min_p.to(torch.float32))[:, None]
+    k_min = ((z - z.amax(dim=1, keepdim=True) >= bound) & (x > NEG_INF)).sum(dim=1)
+    enabled = (k > 0) & (k < vocab)
+    folded = torch.where(enabled, torch.minimum(k, k_min), k_min)
+    return torch.where((min_p > 0) & (t > 0), folded, k).contiguous()
+
+
 def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,
-                         top_p: torch.Tensor, seed: int) -> torch.Tensor:
+                         top_p: torch.Tensor, seed: int, min_p: torch.Tensor | None = None
+                         ) -> torch.Tensor:
     """Family ``sample-logits``: one token id per row, as int64 [B] (paths: module doc)."""
     if logits.dim() != 2 or logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
         raise ValueError(f"logits must be float32, bfloat16 or float16 [B, V], got "
@@ -223,6 +248,8 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     logits = logits.contiguous()
     t = temperature.to(torch.float32).contiguous()
     k, p = top_k.to(torch.int64).contiguous(), top_p.to(torch.float32).contiguous()
+    if min_p is not None:
+        k = fold_min_p(logits, t, k, min_p.to(logits.device))
     if HOST_PATH_ROWS is not None and batch > HOST_PATH_ROWS:    # one synchronisation
         ids = logits.new_empty(batch, dtype=torch.int64)
         host_rows(logits, ids, torch.arange(batch, device=logits.device), t, k, p, seed)
