@@ -332,3 +332,28 @@ def test_min_p_draws_stay_in_the_kept_set_and_reach_every_surely_kept_token(name
         inputs["logits"].cpu(), inputs["temperature"].cpu(), inputs["top_k"].cpu(),
         inputs["top_p"].cpu(), inputs["min_p"].cpu()).probs > 0.02)
     assert (seen >= likely).all(), "a surely kept token never drawn"
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_invalid_rows_get_the_sentinel_and_leave_their_batch_mates_alone(name):
+    v = 131
+    rng = np.random.default_rng(3)
+    clean = batch(np.log(rng.dirichlet(np.ones(v), 6)), [0.0, 1.0, 0.7, 1.0, 1.3, 1.0],
+                  [0, 0, 5, 0, 0, 0], [1.0, 1.0, 1.0, 0.8, 1.0, 1.0])
+    ids = KERNELS[name](**clean, seed=11)
+    poisoned = dict(clean, logits=clean["logits"].clone())
+    poisoned["logits"][1] = float("nan")
+    poisoned["logits"][2, 7] = float("nan")
+    poisoned["logits"][3] = float("-inf")
+    poisoned["logits"][4, [9, 30]] = float("inf")
+    got = validate_ids(KERNELS[name](**poisoned, seed=11), poisoned)
+    assert got[1:5].tolist() == [0, 0, 0, 0]
+    assert got[0] == ids[0] and got[5] == ids[5]
+
+
+def test_the_validator_demands_the_sentinel_at_invalid_rows():
+    inputs = batch(np.zeros((2, 5)), [1.0, 0.0], [0, 0], [1.0, 1.0])
+    inputs["logits"][1, 3] = float("nan")   # a greedy row too: no argmax demanded
+    validate_ids(torch.tensor([4, 0], device=DEVICE), inputs)
+    with pytest.raises(KernelFailure, match="sentinel"):
+        validate_ids(torch.tensor([4, 3], device=DEVICE), inputs)

@@ -5,8 +5,8 @@ Contract::
 
     fn(logits, temperature, top_k, top_p, seed, *, min_p=None) -> ids
 
-logits float32, bfloat16 or float16 [B, V] (every row with a finite entry; -inf entries are
-masked); temperature float32 [B] (>= 0), top_k int64 [B], top_p float32 [B]; seed int in
+logits float32, bfloat16 or float16 [B, V] (-inf entries are masked; invalid rows below);
+temperature float32 [B] (>= 0), top_k int64 [B], top_p float32 [B]; seed int in
 [0, 2^31). Returns int32/int64 [B] on the logits' device. Temperature 0 means greedy: the
 argmax of the logits, the lowest index on ties. Otherwise one draw from softmax of the
 processed logits (reference/processed.py: logits / T, then min-p, then top-k with ties at
@@ -21,8 +21,19 @@ whole row, ties at the threshold kept, in vLLM's order: temperature, min-p, top-
 (min-p and top-k commute; top-p runs on the renormalised set both keep). Tokens within
 float32 rounding of the threshold are ambiguous, accepted either way and counted.
 
+Invalid rows: a row holding a NaN or a +inf logit, or no finite logit at all (every entry
+-inf), has no law to draw from; its id is the sentinel INVALID_ROW_ID = 0, whatever its
+temperature and filters. Every other row's id is exactly what it would be without the
+invalid row in the batch (same seed). Why a sentinel in [0, V) and not a flag or -1: the
+ids go straight into an embedding lookup, and an out-of-range or garbage id there is the
+crash of FlashInfer issue 2402 (a NaN row left the chosen index as garbage); id 0 exists in
+every vocabulary, is what a zero-filled output holds, and keeps the contract's output a
+single tensor (a ``valid`` flag, FlashInfer's later answer, would change every kernel's
+return type). An engine that must tell such rows apart checks its logits, which it owns.
+
 The exact validation of every call: the output's type, shape, dtype and device; ids in
-[0, V); never a token whose logit is -inf; greedy rows equal to the argmax. Whether a token
+[0, V); the sentinel at invalid rows; never a token whose logit is -inf; greedy rows equal
+to the argmax. Whether a token
 is kept by top-k and top-p is judged by the checks, against the float64 reference with its
 ambiguity classifier (a per-call sort here would double the cost of every draw).
 
@@ -83,6 +94,15 @@ BUDGETS = {
 }
 
 
+INVALID_ROW_ID = 0
+
+
+def invalid_rows(logits: torch.Tensor) -> torch.Tensor:
+    """bool [B]: rows holding a NaN or +inf, or no finite entry (module doc): those whose max
+    is not finite (torch's max propagates NaN), in one reduction."""
+    return ~torch.isfinite(logits.amax(dim=1))
+
+
 def greedy_ids(logits: torch.Tensor) -> torch.Tensor:
     """int64 [B]: the argmax of each row, the lowest index on ties (torch's argmax returns
     the first maximal index)."""
@@ -94,12 +114,20 @@ def validate_ids(ids: object, inputs: dict) -> torch.Tensor:
     logits, temperature = inputs["logits"], inputs["temperature"]
     batch, vocab = logits.shape
     ids = token_ids(ids, batch, vocab, logits.device)
-    masked = logits.gather(1, ids[:, None]).squeeze(1) == float("-inf")
+    invalid = invalid_rows(logits)
+    wrong = invalid & (ids != INVALID_ROW_ID)
+    if bool(wrong.any()):
+        row = int(wrong.nonzero()[0, 0])
+        raise KernelFailure(f"returned token {int(ids[row])} at row {row}, whose logits hold a "
+                            f"NaN or +inf or nothing finite: the contract's sentinel there is "
+                            f"{INVALID_ROW_ID} ({int(wrong.sum())} of {int(invalid.sum())} "
+                            f"invalid rows)")
+    masked = (logits.gather(1, ids[:, None]).squeeze(1) == float("-inf")) & ~invalid
     if bool(masked.any()):
         row = int(masked.nonzero()[0, 0])
         raise KernelFailure(f"returned token {int(ids[row])} whose logit is -inf at row {row} "
                             f"({int(masked.sum())} of {batch} rows)")
-    greedy = (temperature == 0).nonzero()[:, 0]
+    greedy = ((temperature == 0) & ~invalid).nonzero()[:, 0]
     if greedy.numel():
         expected = greedy_ids(logits[greedy])
         wrong = (ids[greedy] != expected).nonzero()[:, 0]

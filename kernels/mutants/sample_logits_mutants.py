@@ -151,3 +151,44 @@ def min_p_after_top_p(logits, temperature, top_k, top_p, seed, min_p=None):
     top-k, top-p; vLLM v0 applied min-p last). Field report: issue 25's min-p class."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed,
                               Pieces(min_p_order=_min_p_last), min_p=min_p)
+
+
+def _first_equal_to_max(weights, noise):
+    """The race's winner as the first column equal to the row's max score, the index starting
+    at -1 (a reduction's initial value): a NaN score equals nothing, so -1 stays."""
+    scores = weights / noise
+    hit = scores == scores.amax(dim=1, keepdim=True)
+    return torch.where(hit.any(dim=1), hit.to(torch.int8).argmax(dim=1), -1)
+
+
+def _no_sentinel(x, ids):
+    return ids
+
+
+@mutant(("non_finite",), "quick",
+        bug="a NaN row reaches the race's argmax: its index stays at the reduction's initial -1 "
+            "(FlashInfer issue 2402: garbage index, a later kernel crashed)")
+def nan_reaches_argmax(logits, temperature, top_k, top_p, seed, min_p=None):
+    """No check for invalid rows: a NaN (or +inf, or all -inf) row's scores are NaN, the
+    argmax-by-equality finds no maximum and returns its initial index -1. Field report:
+    FlashInfer issue 2402 (a row of NaN logits left the sampled index as garbage and crashed
+    a later kernel; FlashInfer then added a ``valid`` output)."""
+    return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
+        race=_first_equal_to_max, invalid=_no_sentinel), min_p=min_p)
+
+
+PAD_BLOCK = 128
+
+
+@mutant(("non_finite",), "quick",
+        bug="rows padded to a multiple of 128 columns with 0.0 (a zeroed buffer) instead of "
+            "-inf: the padding wins where the logits lie below 0 and ids >= V come out (the "
+            "vLLM advisory at V = 151936)")
+def padding_wins(logits, temperature, top_k, top_p, seed, min_p=None):
+    """The rows padded to a block multiple with 0.0, not -inf, and sampled whole: where the
+    logits are log-probabilities (all below 0) the padding outweighs the row and ids >= V
+    are returned. Field report: the vLLM security advisory in which padding past the
+    vocabulary's end won and returned ids >= V at V = 151936."""
+    pad = -logits.shape[1] % PAD_BLOCK
+    padded = torch.nn.functional.pad(logits, (0, pad), value=0.0)
+    return sample_logits_with(padded, temperature, top_k, top_p, seed, min_p=min_p)

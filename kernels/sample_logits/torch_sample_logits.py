@@ -11,7 +11,10 @@ The sort-based path most engines ship:
 * token = argmax w / q with q ~ Exp(1) iid in float64 (torch's ``exponential_`` from a
   generator seeded by the call's seed): the race picks i with probability w_i / sum w, and
   float64 noise resolves the lower tail to about 2^-53, so rare tokens win at their rate;
-* rows with temperature 0: the argmax of x, the lowest index on ties (no noise).
+* rows with temperature 0: the argmax of x, the lowest index on ties (no noise);
+* invalid rows (a NaN or +inf, or no finite logit: the row max is not finite) get the
+  contract's sentinel id 0; every computation above is row by row, so they touch no other
+  row.
 
 Each step is a small function; ``Pieces`` names them so that a variant (the mutants in
 kernels/mutants/sample_logits_mutants.py) can swap one piece and keep the rest.
@@ -69,6 +72,11 @@ def min_p_first(filters: tuple, min_p_filter: Callable) -> tuple:
     return (min_p_filter, *filters)
 
 
+def invalid_to_sentinel(x: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """ids, with 0 where the row's max is not finite (torch's max propagates NaN)."""
+    return torch.where(torch.isfinite(x.amax(dim=1)), ids, 0)
+
+
 @dataclass(frozen=True)
 class Pieces:
     """The swappable steps (the defaults make ``sample_logits_torch``)."""
@@ -79,6 +87,7 @@ class Pieces:
     greedy: Callable = greedy_rows
     min_p: Callable = min_p_keep        # (keys, scaled, keep, min_p) -> keep
     min_p_order: Callable = min_p_first  # where min-p goes among the filters
+    invalid: Callable = invalid_to_sentinel
 
 
 def weights_of(scaled: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -110,7 +119,7 @@ def sample_logits_with(logits, temperature, top_k, top_p, seed: int,
     scaled, keep = kept_entries(x, temperature, top_k, top_p, with_min_p(pieces, min_p))
     weights = weights_of(scaled, keep)
     sampled = pieces.race(weights, pieces.noise(weights.shape, x.device, seed))
-    return pieces.greedy(x, temperature, sampled)
+    return pieces.invalid(x, pieces.greedy(x, temperature, sampled))
 
 
 def sample_logits_torch(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,

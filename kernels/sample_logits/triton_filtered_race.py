@@ -43,6 +43,7 @@ import triton
 import triton.language as tl
 
 from kernels.logprobs.torch_logprobs import kept_entries
+from kernels.sample_logits.race_noise import finite_or_masked
 from kernels.sample_logits.triton_row_fallback import fallback_race, race_columns
 from kernels.sample_logits.triton_top_k_select import select_race
 from kernels.split_scratch import multiprocessors
@@ -91,8 +92,8 @@ def _group_max(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr, B, V
     groups = tl.program_id(1) * BLOCK_G + tl.arange(0, BLOCK_G)
     cols = groups[None, :, None] * S + tl.arange(0, S)[None, None, :]
     ok = (rows < B)[:, None, None] & (cols < V)
-    x = tl.load(logits_ptr + rows.to(tl.int64)[:, None, None] * stride + cols, mask=ok,
-                other=float("-inf")).to(tl.float32)
+    x = finite_or_masked(tl.load(logits_ptr + rows.to(tl.int64)[:, None, None] * stride + cols,
+                                 mask=ok, other=float("-inf")).to(tl.float32))
     out = rows.to(tl.int64)[:, None] * G + groups[None, :]
     written = (rows < B)[:, None] & (groups < G)[None, :]
     m = tl.max(x, axis=2)
@@ -253,13 +254,21 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     if HOST_PATH_ROWS is not None and batch > HOST_PATH_ROWS:    # one synchronisation
         ids = logits.new_empty(batch, dtype=torch.int64)
         host_rows(logits, ids, torch.arange(batch, device=logits.device), t, k, p, seed)
-        return ids
+        return invalid_to_sentinel(logits, ids)
     block_r, warps = select_rows(batch, logits.device)
     maxima, masses = group_maxima(logits, t, k, p)
     ids, unresolved = select_race(logits, maxima, masses, group_width(vocab), t, k, p, KMAX,
                                   seed, block_r, warps)
     fallback_race(logits, t, k, p, unresolved, ids, seed, INTERPRET)
-    return ids
+    return invalid_to_sentinel(logits, ids)
+
+
+def invalid_to_sentinel(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """ids, with the contract's sentinel 0 where the row holds a NaN or +inf or nothing
+    finite (its max is not finite; torch's max propagates NaN). The launches above work row
+    by row, so such a row's garbage stays in its own id. Memory traffic: the rows read once
+    more."""
+    return torch.where(torch.isfinite(logits.amax(dim=1)), ids, 0)
 
 
 def host_rows(logits, ids, rows, t, k, p, seed) -> None:
