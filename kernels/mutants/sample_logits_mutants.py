@@ -192,3 +192,66 @@ def padding_wins(logits, temperature, top_k, top_p, seed, min_p=None):
     pad = -logits.shape[1] % PAD_BLOCK
     padded = torch.nn.functional.pad(logits, (0, pad), value=0.0)
     return sample_logits_with(padded, temperature, top_k, top_p, seed, min_p=min_p)
+
+
+def _bf16_running_sum(sorted_probs: torch.Tensor) -> torch.Tensor:
+    """Exclusive prefix sums of [B, V] probabilities through a bfloat16 accumulator, each
+    partial sum rounded to bfloat16 (8 significant bits): once the sum passes 1/2, a term
+    below 2^-9 rounds away, so the sum stalls below a top_p near 1."""
+    acc = torch.zeros(sorted_probs.shape[0], dtype=torch.bfloat16, device=sorted_probs.device)
+    before = torch.empty_like(sorted_probs)
+    for j in range(sorted_probs.shape[1]):
+        before[:, j] = acc.to(sorted_probs.dtype)
+        acc = (acc + sorted_probs[:, j].to(torch.bfloat16)).to(torch.bfloat16)
+    return before
+
+
+def _top_p_bf16_cumsum(keys, scaled, keep, top_k, top_p):
+    """top_p_keep with the cumulative sum taken in bfloat16."""
+    if not bool((top_p < 1).any()):
+        return keep
+    probs = torch.where(keep, scaled, float("-inf")).softmax(dim=1)
+    order = torch.where(keep, keys, float("-inf")).argsort(dim=1, descending=True, stable=True)
+    before = _bf16_running_sum(probs.gather(1, order))
+    first = torch.arange(keys.shape[1], device=keys.device)[None, :] == 0
+    inside = ((before < top_p[:, None]) | first) & keep.gather(1, order)
+    cutoff = torch.where(inside, keys.gather(1, order), float("inf")).amin(dim=1)
+    return keep & ((top_p >= 1)[:, None] | (keys >= cutoff[:, None]))
+
+
+@mutant(("fit_curated",), "quick",
+        bug="top-p on a bfloat16 cumulative sum: past 1/2 the small terms round away, the sum "
+            "stalls below top_p and the tail is kept (Megatron-LM issue 7182)")
+def topp_bf16_cumsum(logits, temperature, top_k, top_p, seed, min_p=None):
+    """Top-p's cumulative sum accumulated in bfloat16: the running sum stalls once its terms
+    fall below half its spacing, never reaches a top_p near 1, and the whole tail stays
+    kept. Field report: Megatron-LM issue 7182 (softmax().cumsum() in bf16 saturating near a
+    131k vocabulary, so top-p kept the wrong set)."""
+    return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
+        processing=Processing(filters=(top_k_keep, _top_p_bf16_cumsum))), min_p=min_p)
+
+
+def _top_p_mixed_iterations(keys, scaled, keep, top_k, top_p):
+    """The threshold c of the last search iteration, with the boundary count of the kept
+    set, filled in index order from the window [c', c] of the iteration before (c' the next
+    lower value): where a token at c' precedes the one at c by index, it takes its place."""
+    kept = top_p_keep(keys, scaled, keep, top_k, top_p)
+    c = torch.where(kept, keys, float("inf")).amin(dim=1, keepdim=True)
+    above = kept & (keys > c)
+    boundary = kept.sum(dim=1, keepdim=True) - above.sum(dim=1, keepdim=True)
+    lower = torch.where(keep & (keys < c), keys, float("-inf")).amax(dim=1, keepdim=True)
+    c_prev = torch.where(torch.isfinite(lower), lower, c)
+    window = keep & (keys >= c_prev) & (keys <= c)
+    return above | (window & (window.cumsum(dim=1) <= boundary))
+
+
+@mutant(("boundaries", "fit_curated"), "quick",
+        bug="the top-p threshold and its boundary count come from different search iterations: "
+            "a lower logit kept, a higher one masked (vllm-ascend issue 13847)")
+def topp_threshold_stale_count(logits, temperature, top_k, top_p, seed, min_p=None):
+    """Top-p whose threshold comes from one iteration of its search and whose boundary
+    tokens are counted and picked (in index order) over the window of the iteration before:
+    a token below the threshold can be kept while one at it is masked. Field report:
+    vllm-ascend issue 13847."""
+    return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
+        processing=Processing(filters=(top_k_keep, _top_p_mixed_iterations))), min_p=min_p)
