@@ -139,24 +139,28 @@ def validate_ids(ids: object, inputs: dict) -> torch.Tensor:
     return ids
 
 
-BENCH_FILTERS = {                                  # variant: (temperature, top-k, top-p)
-    "top-k-top-p": (0.8, 50, 0.9), "top-p": (0.8, 0, 0.9), "plain": (0.8, 0, 1.0),
-    "greedy": (0.0, 0, 1.0)}
+BENCH_FILTERS = {                           # variant: (temperature, top-k, top-p, min-p)
+    "top-k-top-p": (0.8, 50, 0.9, 0.0), "top-p": (0.8, 0, 0.9, 0.0), "plain": (0.8, 0, 1.0, 0.0),
+    "greedy": (0.0, 0, 1.0, 0.0), "min-p": (0.8, 0, 1.0, 0.05)}
 
 
 def bench_batch(shape: str, device: torch.device) -> dict:
     """``BxV[:filter]``: float32 logits N(0, 4) with, on every row, the filter ``top-k-top-p``
     (the default, the issue's setting: temperature 0.8, top-k 50, top-p 0.9), ``top-p``
-    (top-p 0.9 alone), ``plain`` (temperature 0.8 alone) or ``greedy``."""
+    (top-p 0.9 alone), ``plain`` (temperature 0.8 alone), ``greedy`` or ``min-p`` (min-p
+    0.05 at temperature 0.8; a kernel without min_p cannot run it)."""
     dims, _, name = shape.lower().partition(":")
     if name not in ("", *BENCH_FILTERS):
         raise ValueError(f"{shape}: filter not one of {', '.join(BENCH_FILTERS)}")
-    t, k, p = BENCH_FILTERS[name or "top-k-top-p"]
+    t, k, p, min_p = BENCH_FILTERS[name or "top-k-top-p"]
     batch, vocab = (int(x) for x in dims.split("x"))
-    return {"logits": torch.randn(batch, vocab, device=device) * 2.0,
-            "temperature": torch.full((batch,), t, device=device),
-            "top_k": torch.full((batch,), k, dtype=torch.int64, device=device),
-            "top_p": torch.full((batch,), p, device=device)}
+    inputs = {"logits": torch.randn(batch, vocab, device=device) * 2.0,
+              "temperature": torch.full((batch,), t, device=device),
+              "top_k": torch.full((batch,), k, dtype=torch.int64, device=device),
+              "top_p": torch.full((batch,), p, device=device)}
+    if min_p:
+        inputs["min_p"] = torch.full((batch,), min_p, device=device)
+    return inputs
 
 
 FAMILY = Family(
