@@ -4,11 +4,12 @@ The contract (harness/families/sample_logits.py): a row holding a NaN or a +inf 
 nothing finite, is invalid and gets the sentinel id 0; every other row's id is what it
 would be without it. The runner validates every call (ids in [0, V), the sentinel at
 invalid rows). This check builds, at vocabularies off every block size (primes 131 and
-4099, and 151936 + 1 with two rows: a kernel padding its rows to a block multiple has
-padding there), a clean batch of mixed settings (greedy, no filter, top-k, top-p, min-p for
-a kernel that takes it) whose logits all lie below 0 (log-probabilities: padding read as 0
-outweighs the whole row), draws it once, then poisons one row at a time, each poison at a
-different position, and draws again with the same seed:
+4099, and 151936 + 1, where a kernel padding its rows to a block multiple has padding), a
+clean batch of mixed settings (greedy, no filter, top-k, top-p, min-p for a kernel that
+takes it; 12 rows, 3 at V = 151937) whose logits all lie below 0 (log-probabilities:
+padding read as 0 outweighs the whole row), draws it once, then poisons every other row,
+each with another poison and a clean row on each side, and draws again with the same seed
+(three calls per vocabulary: the interpreter pays per call):
 
 * every batch-mate of the poisoned row returns exactly its clean id (a NaN that leaks into
   a shared reduction, a max or an argmax across rows, a noise offset that shifts);
@@ -16,8 +17,9 @@ different position, and draws again with the same seed:
   crash of FlashInfer issue 2402) and every id stays in [0, V) (padding past the
   vocabulary's end never wins: the vLLM advisory at V = 151936).
 
-Poisons: every logit NaN, one NaN, every logit -inf, one +inf, +inf tied with +inf, a NaN in
-a greedy row, and a whole batch of invalid rows.
+Poisons: every logit NaN, one NaN, every logit -inf, one +inf, +inf tied with +inf, a NaN
+in a greedy row (at V = 151937 the greedy NaN and every logit NaN, a clean row beside
+them), and a whole batch of invalid rows.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from harness.verdict import Outcome
 pytestmark = pytest.mark.family("sample-logits")
 
 NAN, INF = float("nan"), float("inf")
+CASES = ((131, 12), (4099, 12), (151937, 3))   # (V, rows): primes, and 151936 + 1
 SETTINGS = ((0.0, 0, 1.0, 0.0), (1.0, 0, 1.0, 0.0), (0.8, 20, 1.0, 0.0), (1.3, 0, 0.9, 0.0),
             (0.7, 0, 1.0, 0.05), (1.0, 5, 0.8, 0.1))   # (T, top-k, top-p, min-p) per row
 
@@ -71,48 +74,53 @@ def clean_batch(vocab: int, rows: int, seed: int, min_p: bool, device) -> dict:
     return inputs
 
 
-def poisoned(inputs: dict, row: int, poison) -> dict:
+def poisoned(inputs: dict, rows: dict[int, object]) -> dict:
+    """A copy of ``inputs`` with each row r of ``rows`` replaced by rows[r](row r)."""
     out = dict(inputs)
     out["logits"] = inputs["logits"].clone()
-    out["logits"][row] = poison(inputs["logits"][row])
+    for row, poison in rows.items():
+        out["logits"][row] = poison(inputs["logits"][row])
     return out
 
 
-def demand_untouched(clean: torch.Tensor, ids: torch.Tensor, row: int, what: str) -> None:
-    """Every row but ``row`` equal to its clean id, else KernelFailure naming the first."""
-    moved = (ids != clean).nonzero()[:, 0].tolist()
-    moved = [r for r in moved if r != row]
+def demand_untouched(clean: torch.Tensor, ids: torch.Tensor, rows: dict[int, str]) -> None:
+    """Every row not in ``rows`` equal to its clean id, else KernelFailure naming the first
+    moved row and the poisoned rows of the batch."""
+    moved = [r for r in (ids != clean).nonzero()[:, 0].tolist() if r not in rows]
     if moved:
         r = moved[0]
-        raise KernelFailure(f"{what} at row {row} moved batch-mate row {r} from token "
-                            f"{int(clean[r])} to {int(ids[r])} (same seed; {len(moved)} rows "
-                            f"moved)")
+        poisons_at = ", ".join(f"{what} at row {row}" for row, what in rows.items())
+        raise KernelFailure(f"batch-mate row {r} moved from token {int(clean[r])} to "
+                            f"{int(ids[r])} (same seed) when the batch held {poisons_at} "
+                            f"({len(moved)} rows moved)")
+
+
+def poison_plan(vocab: int, rows: int) -> dict[int, tuple[str, object]]:
+    """Each poison at its own odd row (a clean row on each side), a NaN in the greedy row 0."""
+    kinds = list(poisons(vocab).items())
+    plan = {2 * i + 1: kind for i, kind in enumerate(kinds) if 2 * i + 1 < rows}
+    plan[0] = ("a NaN in a greedy row", poisons(vocab)["one NaN"])
+    return plan
 
 
 def non_finite(ctx) -> Outcome:
     min_p = accepts(ctx.runner.kernel.fn, "min_p")
     seeds = ctx.seeds()
-    cases = 0
-    for vocab, rows, kinds in ((131, 6, None), (4099, 6, None), (151937, 2, 2)):
+    for vocab, rows in CASES:
         inputs = clean_batch(vocab, rows, ctx.seed + vocab, min_p, ctx.device)
         seed = next(seeds)
         clean = ctx.runner.call(inputs, seed)
-        for i, (name, poison) in enumerate(list(poisons(vocab).items())[:kinds]):
-            row = (2 * i + 1) % rows
-            what = f"V={vocab}: {name}"
-            demand_untouched(clean, ctx.runner.call(poisoned(inputs, row, poison), seed),
-                             row, what)
-            cases += 1
-        greedy = poisoned(inputs, 0, poisons(vocab)["one NaN"])   # row 0 is greedy
-        demand_untouched(clean, ctx.runner.call(greedy, seed), 0, f"V={vocab}: a greedy NaN")
+        plan = poison_plan(vocab, rows)
+        ids = ctx.runner.call(poisoned(inputs, {r: p for r, (_, p) in plan.items()}), seed)
+        demand_untouched(clean, ids, {r: f"V={vocab}: {what}" for r, (what, _) in plan.items()})
         every = dict(inputs, logits=torch.full_like(inputs["logits"], NAN))
         every["logits"][1:, ::2] = -INF
         ctx.runner.call(every, seed)   # validated: the sentinel at every row
-        cases += 2
     note = "" if min_p else "; min-p rows skipped: the kernel takes no min_p"
-    return Outcome(True, f"{cases} poisoned batches at V = 131, 4099 and 151937: the sentinel "
-                         f"at every invalid row, batch-mates unmoved, ids in range{note}",
-                   samples=ctx.runner.calls, effect="exact: any damage fails")
+    return Outcome(True, f"poisoned rows at V = {', '.join(str(v) for v, _ in CASES)}: the "
+                         f"sentinel at every invalid row, batch-mates unmoved, ids in "
+                         f"range{note}", samples=ctx.runner.calls,
+                   effect="exact: any damage fails")
 
 
 def test_non_finite(check):
