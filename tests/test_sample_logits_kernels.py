@@ -6,10 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
 
 from harness.errors import KernelFailure
 from harness.families.sample_logits import validate_ids
-from kernels.sample_logits.torch_sample_logits import sample_logits_torch
+from harness.strategies.logits import sampling_tables
+from kernels.logprobs.torch_logprobs import kept_entries, upcast
+from kernels.sample_logits.torch_sample_logits import Pieces, sample_logits_torch, with_min_p
 from kernels.sample_logits.triton_filtered_race import sample_logits_triton
 from reference.processed import process, processed_probs
 
@@ -357,3 +360,38 @@ def test_the_validator_demands_the_sentinel_at_invalid_rows():
     validate_ids(torch.tensor([4, 0], device=DEVICE), inputs)
     with pytest.raises(KernelFailure, match="sentinel"):
         validate_ids(torch.tensor([4, 3], device=DEVICE), inputs)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(table=sampling_tables(300, 4))
+def test_torch_kept_set_lies_between_the_references_certain_and_possible(table):
+    """The float32 filters (min-p included) of torch-sample-logits decide within the
+    reference's ambiguity margins: surely kept tokens kept, surely masked ones masked."""
+    x = torch.as_tensor(table["logits"]).to(table["dtype"])
+    t, k, p, mp = (torch.as_tensor(table[c]) for c in ("temperature", "top_k", "top_p", "min_p"))
+    _, keep = kept_entries(upcast(x), t, k, p, with_min_p(Pieces(), mp))
+    proc = process(x, t, k, p, min_p=mp)
+    keep = keep.numpy() & np.isfinite(table["logits"])
+    sampled = ~proc.greedy[:, None]
+    assert not (proc.certain & ~keep & sampled).any()
+    assert not (keep & ~proc.possible & sampled).any()
+
+
+def test_min_p_goes_by_keyword_only_where_given_and_only_to_kernels_that_take_it():
+    from harness.families import FAMILIES, accepts
+    family, seen = FAMILIES["sample-logits"], []
+
+    def old(logits, temperature, top_k, top_p, seed):
+        seen.append("old")
+
+    def new(logits, temperature, top_k, top_p, seed, *, min_p=None):
+        seen.append(min_p)
+
+    inputs = batch(np.zeros((2, 3)), [1.0, 1.0], [0, 0], [1.0, 1.0])
+    family.call(old, inputs, 1)
+    family.call(new, inputs, 1)
+    family.call(new, {**inputs, "min_p": "mp"}, 1)
+    assert seen == ["old", None, "mp"]
+    assert not accepts(old, "min_p") and accepts(new, "min_p")
+    assert accepts(lambda *a, **kw: None, "min_p") and not accepts(len, "min_p")
