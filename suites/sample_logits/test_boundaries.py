@@ -16,7 +16,8 @@ a large share of the probability, so that a wrong decision is a large deviation:
 * min-p (for a kernel that takes ``min_p``; skipped and said so otherwise): tokens tied
   above the threshold all kept, min_p 1 keeping the tied maxima, min-p on the scaled logits
   (at T = 0.7 min-p on the raw logits keeps two more tokens), and top-p on the set min-p
-  keeps, renormalised (top-p first would keep a second token).
+  keeps, renormalised (top-p first would keep a second token), and three tied tokens
+  exactly at the threshold (ambiguous: accepted kept or masked, and counted).
 
 Each row is tested by lawtest.py against the reference; the draws are planned for the
 budget's ``boundary_tv``. Alpha: the check's share over its tests.
@@ -78,7 +79,9 @@ def boundary_rows(seed: int, t: float) -> Rows:
 
 def min_p_rows(seed: int) -> Rows:
     """min-p boundaries (reference/min_p.py), at T = 1 and 0.7 (logits scaled so z is the
-    same). Each threshold lies far from every token (no ambiguity), except where stated."""
+    same). Each threshold lies far from every token, except in the row that puts three tied
+    tokens exactly at it: ambiguous, accepted either way (all together: ties are resolved
+    alike) and counted."""
     rows = {}
     for i, t in enumerate((1.0, 0.7)):
         tied = {r: t * v for r, v in log_probs(0.4, 0.2, 0.2, 0.2).items()}
@@ -94,6 +97,8 @@ def min_p_rows(seed: int) -> Rows:
                                                         1.0, 0.15),
             f"T={t}: top-p 0.6 on the renormalised min-p 0.25 set": (
                 row(before_top_p, seed + 10 * i + 3), t, 0, 0.6, 0.25),
+            f"T={t}: min-p 0.5 exactly at the tied 0.2s (ambiguous)": (
+                row(tied, seed + 10 * i + 4), t, 0, 1.0, 0.5),
         }
     return Rows.of(rows)
 
