@@ -127,13 +127,15 @@ def _min_p_on_logits(keys, scaled, keep, min_p):
 
 
 @mutant(("boundaries",), "quick",
-        bug="min-p computed on softmax of the unscaled logits, not of logits / T (vLLM applies "
-            "temperature first, min-p on the scaled distribution)")
+        bug="min-p computed on softmax of the unscaled logits, before the temperature (llama.cpp's "
+            "default sampler chain applies temperature last; vLLM applies it first)")
 def min_p_unscaled(logits, temperature, top_k, top_p, seed, min_p=None):
     """min-p against the unscaled logits: the threshold p_i >= min_p * max p judged under
-    softmax(x) instead of softmax(x / T). Field report: issue 25's min-p class (vLLM's v1
-    sampler applies temperature, then the argmax-invariant min-p processor); at T < 1 it keeps
-    tokens the scaled distribution drops."""
+    softmax(x) instead of softmax(x / T); at T < 1 it keeps tokens the scaled distribution
+    drops. Field report: engines disagree on the order; llama.cpp's default sampler chain
+    (common_params_sampling.samplers) runs min-p before temperature, while vLLM's v1
+    sampler applies temperature and then its argmax-invariant min-p processor, the order
+    this contract states."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed,
                               Pieces(min_p=_min_p_on_logits), min_p=min_p)
 
@@ -143,12 +145,14 @@ def _min_p_last(filters, min_p_filter):
 
 
 @mutant(("boundaries",), "quick",
-        bug="min-p applied after top-k and top-p (vLLM v0's order), so top-p renormalises over "
-            "tokens min-p then drops")
+        bug="min-p applied after top-k and top-p (vLLM v0's sampler order), so top-p's "
+            "cumulative sum runs over tokens min-p then drops")
 def min_p_after_top_p(logits, temperature, top_k, top_p, seed, min_p=None):
     """min-p applied after top-p renormalised: top-p's cumulative sum runs over tokens min-p
     would have removed, so it keeps more of the head than vLLM's order (temperature, min-p,
-    top-k, top-p; vLLM v0 applied min-p last). Field report: issue 25's min-p class."""
+    top-k, top-p). Field report: vLLM's v0 sampler (vllm/model_executor/layers/sampler.py)
+    applied top-k and top-p, then min-p; its v1 sampler moved min-p before them, so the two
+    engines' laws differ for the same request."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed,
                               Pieces(min_p_order=_min_p_last), min_p=min_p)
 

@@ -104,10 +104,9 @@ def min_p_rows(seed: int) -> Rows:
 
 
 def boundaries(ctx) -> Outcome:
-    tables = [boundary_rows(ctx.seed, 1.0), boundary_rows(ctx.seed + 7, 0.7)]
     min_p = accepts(ctx.runner.kernel.fn, "min_p")
-    if min_p:
-        tables.append(min_p_rows(ctx.seed + 14))
+    tables = [min_p_rows(ctx.seed + 14)] if min_p else []
+    tables += [boundary_rows(ctx.seed, 1.0), boundary_rows(ctx.seed + 7, 0.7)]
     alpha = bonferroni(ctx.alpha, TESTS_PER_ROW * sum(t.kinds for t in tables))
     tv = ctx.budget.boundary_tv
     results = [r for rows in tables for r in fit_rows(ctx, rows, tv, alpha)]
