@@ -169,7 +169,8 @@ FAMILY = Family(
     doc=("fn(logits: float32|bf16|fp16 [B, V], temperature: float32 [B] (0 = greedy), top_k: "
          "int64 [B], top_p: float32 [B], seed: int in [0, 2^31), *, min_p: float32 [B] in "
          "[0, 1] (optional; passed only when some row uses it)) -> int32/int64 [B] token ids: "
-         "one draw from softmax(processed logits), the argmax where temperature is 0"),
+         "one draw from softmax(processed logits), the argmax where temperature is 0; id 0 "
+         "at a row holding a NaN or +inf or nothing finite, its batch-mates unaffected"),
     validate=validate_ids,
     output_bytes=lambda inputs: 8 * inputs["logits"].shape[0],
     draws=lambda inputs: inputs["logits"].numel(),
