@@ -36,7 +36,7 @@ for shape in FAMILY.bench.gpu_shapes:
          top_k_select.TILE) = setting
         logits, vocab = inputs["logits"], inputs["logits"].shape[1]
         filters = [inputs[key] for key in ("temperature", "top_k", "top_p")]
-        (maxima, masses), width = race.group_maxima(logits, *filters), race.group_width(vocab)
+        (maxima, masses, _), width = race.group_maxima(logits, *filters), race.group_width(vocab)
         group = median_ms(lambda work, _, f=filters: race.group_maxima(work["logits"], *f),
                           inputs, 30)
         selected = median_ms(lambda work, seed, m=maxima, z=masses, s=width, w=setting[2],

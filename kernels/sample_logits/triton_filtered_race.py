@@ -82,22 +82,26 @@ def _row_race(logits_ptr, rows_ptr, cutoff_ptr, temp_ptr, best_ptr, col_ptr, see
 
 
 @triton.jit
-def _group_max(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr, B, V, stride, G,
-               BLOCK_R: tl.constexpr, BLOCK_G: tl.constexpr, S: tl.constexpr):
-    """Programs (row block, group block): the max m of each group of S columns (-inf past V)
-    and, for rows with top-p alone, the group's mass sum exp(z - m / T) over its finite
-    entries, z = x / T in float32 (its terms in (0, 1], the largest 1).
-    Memory traffic: the logits read once (2 or 4 B per entry); 4 or 8 B per group written."""
+def _group_max(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr, bad_ptr, B, V,
+               stride, G, BLOCK_R: tl.constexpr, BLOCK_G: tl.constexpr, S: tl.constexpr):
+    """Programs (row block, group block): the max m of each group of S columns (-inf past V;
+    NaN and +inf read as -inf, and flagged in ``bad``) and, for rows with top-p alone, the
+    group's mass sum exp(z - m / T) over its finite entries, z = x / T in float32 (its terms
+    in (0, 1], the largest 1).
+    Memory traffic: the logits read once (2 or 4 B per entry); 5 or 9 B per group written."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     groups = tl.program_id(1) * BLOCK_G + tl.arange(0, BLOCK_G)
     cols = groups[None, :, None] * S + tl.arange(0, S)[None, None, :]
     ok = (rows < B)[:, None, None] & (cols < V)
-    x = finite_or_masked(tl.load(logits_ptr + rows.to(tl.int64)[:, None, None] * stride + cols,
-                                 mask=ok, other=float("-inf")).to(tl.float32))
+    raw = tl.load(logits_ptr + rows.to(tl.int64)[:, None, None] * stride + cols, mask=ok,
+                  other=float("-inf")).to(tl.float32)
+    x = finite_or_masked(raw)
     out = rows.to(tl.int64)[:, None] * G + groups[None, :]
     written = (rows < B)[:, None] & (groups < G)[None, :]
     m = tl.max(x, axis=2)
     tl.store(max_ptr + out, m, mask=written)
+    bad = tl.max(((raw != raw) | (raw == float("inf"))).to(tl.int32), axis=2)
+    tl.store(bad_ptr + out, bad.to(tl.int8), mask=written)
     t = tl.load(temp_ptr + rows, mask=rows < B, other=0.0)
     k = tl.load(topk_ptr + rows, mask=rows < B, other=0)
     p = tl.load(topp_ptr + rows, mask=rows < B, other=1.0)
@@ -158,14 +162,16 @@ def group_width(vocab: int) -> int:
     return triton.next_power_of_2(triton.cdiv(vocab, GROUPS))
 
 
-def group_maxima(logits, temperature, top_k, top_p) -> tuple[torch.Tensor, torch.Tensor]:
-    """(maxima, masses) float32 [B, G] of ``_group_max`` (masses unwritten in rows without
-    top-p alone)."""
+def group_maxima(logits, temperature, top_k, top_p
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(maxima, masses, bad) [B, G] of ``_group_max``: float32 maxima and masses (unwritten
+    in rows without top-p alone), int8 flags of groups holding a NaN or +inf."""
     batch, vocab = logits.shape
     width = group_width(vocab)
     count = triton.cdiv(vocab, width)
     maxima = torch.empty((batch, count), dtype=torch.float32, device=logits.device)
     masses = torch.empty_like(maxima)
+    bad = torch.empty((batch, count), dtype=torch.int8, device=logits.device)
     warps = 4
     if INTERPRET or logits.device.type != "cuda":
         block_g = min(triton.next_power_of_2(count), max(1, CPU_TILE // width))
@@ -174,9 +180,9 @@ def group_maxima(logits, temperature, top_k, top_p) -> tuple[torch.Tensor, torch
         block_r, block_g = 1, max(1, GPU_GROUP_BLOCK // width)
         warps = GPU_GROUP_WARPS
     _group_max[(triton.cdiv(batch, block_r), triton.cdiv(count, block_g))](
-        logits, temperature, top_k, top_p, maxima, masses, batch, vocab, logits.stride(0),
+        logits, temperature, top_k, top_p, maxima, masses, bad, batch, vocab, logits.stride(0),
         count, BLOCK_R=block_r, BLOCK_G=block_g, S=width, num_warps=warps)
-    return maxima, masses
+    return maxima, masses, bad
 
 
 def select_rows(batch: int, device: torch.device) -> tuple[int, int]:
@@ -256,18 +262,20 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
         host_rows(logits, ids, torch.arange(batch, device=logits.device), t, k, p, seed)
         return invalid_to_sentinel(logits, ids)
     block_r, warps = select_rows(batch, logits.device)
-    maxima, masses = group_maxima(logits, t, k, p)
+    maxima, masses, bad = group_maxima(logits, t, k, p)
     ids, unresolved = select_race(logits, maxima, masses, group_width(vocab), t, k, p, KMAX,
                                   seed, block_r, warps)
     fallback_race(logits, t, k, p, unresolved, ids, seed, INTERPRET)
-    return invalid_to_sentinel(logits, ids)
+    invalid = bad.amax(dim=1).bool() | (maxima.amax(dim=1) == NEG_INF)
+    return torch.where(invalid, 0, ids)
 
 
 def invalid_to_sentinel(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """ids, with the contract's sentinel 0 where the row holds a NaN or +inf or nothing
-    finite (its max is not finite; torch's max propagates NaN). The launches above work row
-    by row, so such a row's garbage stays in its own id. Memory traffic: the rows read once
-    more."""
+    finite (its max is not finite; torch's max propagates NaN): the host path's test (the
+    device path reads the same from ``_group_max``'s flags and maxima). Every launch works
+    row by row, so such a row's garbage stays in its own id. Memory traffic: the rows read
+    once more."""
     return torch.where(torch.isfinite(logits.amax(dim=1)), ids, 0)
 
 
