@@ -24,7 +24,7 @@ def main() -> None:
     t = torch.full((batch,), 0.8, device=dev)
     k = torch.full((batch,), 50, dtype=torch.int64, device=dev)
     p = torch.full((batch,), 0.9, device=dev)
-    maxima, masses = race.group_maxima(x, t, k, p)
+    maxima, masses, _ = race.group_maxima(x, t, k, p)
     width = race.group_width(vocab)
     ids, unresolved = select_race(x, maxima, masses, width, t, k, p, race.KMAX, 1, 1, 4)
     steps = {

@@ -1,7 +1,8 @@
 """The processed distribution of families ``logprobs`` and ``sample-logits``, in float64.
 
 From logits x [B, V] (float32, bfloat16 or float16, upcast exactly), a float32 temperature T,
-an int64 top_k and a float32 top_p per row:
+an int64 top_k and a float32 top_p per row (and, in family ``sample-logits``, a float32
+min_p: reference/min_p.py, applied after step 1 and before step 2, as vLLM does):
 
 1. z = x / T; rows with T = 0 keep z = x. The reference divides in float64 by the exact
    float32 value of T, so z is the exact quotient. A float32 kernel gets fl(x / T) or
@@ -48,6 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+from reference.min_p import min_p_masks
 
 U32 = float(torch.finfo(torch.float32).eps) / 2  # unit roundoff of float32: 2^-24
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
@@ -136,20 +139,23 @@ def _top_k(z: np.ndarray, k: int, window: np.ndarray) -> tuple[np.ndarray, np.nd
     return certain, finite & (z >= kth - w_kth)
 
 
-def _top_p(z, certain_k, possible_k, top_p, window, roundings, sum_terms):
-    """(kept, certain, possible) of step 3 for one row, given the top-k masks."""
+def _top_p(z, kept_k, certain_k, possible_k, top_p, window, roundings, sum_terms):
+    """(kept, certain, possible) of step 3 for one row, given the masks of the filters
+    before it (min-p and top-k: the reference's ``kept_k``, ``certain_k`` <= it <=
+    ``possible_k``)."""
     if top_p >= 1:
-        return certain_k, certain_k, possible_k
+        return kept_k, certain_k, possible_k
     cand = np.flatnonzero(possible_k)
     order = cand[np.argsort(-z[cand], kind="stable")]  # descending, lowest index on ties
-    zs, sure = z[order], certain_k[order]
+    zs, sure, held = z[order], certain_k[order], kept_k[order]
     m = zs[0]
     ws = np.exp(zs - m)
     w_sure = np.where(sure, ws, 0.0)
     z_out, z_in = w_sure.sum(), ws.sum()
-    before = np.cumsum(w_sure) - w_sure
-    keep = sure & (before < top_p * z_out)
-    keep[np.argmax(sure)] = True  # the first surely kept token (the row max)
+    w_held = np.where(held, ws, 0.0)
+    before = np.cumsum(w_held) - w_held
+    keep = held & (before < top_p * w_held.sum())
+    keep[np.argmax(held)] = True  # the first kept token (the row max)
     s = cand.size - 1 if sum_terms is None else sum_terms
     kappa = (roundings * np.abs(zs) + 2 * (m - zs) + np.log(cand.size) + 4)
     eps = U32 * (2 * s + 1 + np.dot(ws, kappa) / z_out)
@@ -167,24 +173,32 @@ def _top_p(z, certain_k, possible_k, top_p, window, roundings, sum_terms):
     return out[0], out[1], out[2] & possible_k
 
 
-def process(logits64, temperature, top_k, top_p, *, sum_terms: int | None = None) -> Processed:
-    """Steps 1-3 with the ambiguity classifier (module docstring). ``logits64``: float64
-    [B, V] (or a tensor, upcast exactly); ``sum_terms``: roundings per summand of the
-    kernel's float32 sums (default n - 1, the worst case of a recursive sum over n terms)."""
+def process(logits64, temperature, top_k, top_p, *, min_p=None,
+            sum_terms: int | None = None) -> Processed:
+    """Steps 1-3 with the ambiguity classifier (module docstring), and min-p
+    (reference/min_p.py) between steps 1 and 2 where ``min_p`` (float32 [B] in [0, 1]) is
+    given. ``logits64``: float64 [B, V] (or a tensor, upcast exactly); ``sum_terms``:
+    roundings per summand of the kernel's float32 sums (default n - 1, the worst case of a
+    recursive sum over n terms)."""
     x = _checked(logits64)
     batch = x.shape[0]
     t = _rows(temperature, batch, torch.float32)
     k = _rows(top_k, batch, torch.int64)
     p = _rows(top_p, batch, torch.float32)
+    mp = np.zeros(batch) if min_p is None else _rows(min_p, batch, torch.float32)
     if np.isnan(t).any() or (t < 0).any() or np.isnan(p).any():
         raise ValueError("temperatures must be >= 0 and top_p must not be NaN")
+    if np.isnan(mp).any() or (mp < 0).any() or (mp > 1).any():
+        raise ValueError("min_p must lie in [0, 1]")
     z = x / np.where(t == 0, 1.0, t)[:, None]
     r = division_roundings(t)
     masks = [np.zeros(x.shape, bool) for _ in range(3)]
     for b in range(batch):
         window = collision_window(z[b], r[b])
         certain_k, possible_k = _top_k(z[b], int(k[b]), window)
-        rows = _top_p(z[b], certain_k, possible_k, p[b], window, r[b], sum_terms)
+        kept_m, certain_m, possible_m = min_p_masks(z[b], mp[b], window)
+        rows = _top_p(z[b], kept_m & certain_k, certain_m & certain_k,
+                      possible_m & possible_k, p[b], window, r[b], sum_terms)
         for mask, row in zip(masks, rows, strict=True):
             mask[b] = row
     return Processed(z, *masks, greedy=t == 0, roundings=r)
@@ -337,10 +351,11 @@ class ProcessedLaw:
     ambiguous: np.ndarray
 
 
-def processed_probs(logits, temperature, top_k, top_p) -> ProcessedLaw:
-    """The law a ``sample-logits`` kernel must draw from, with its ambiguous tokens."""
+def processed_probs(logits, temperature, top_k, top_p, min_p=None) -> ProcessedLaw:
+    """The law a ``sample-logits`` kernel must draw from, with its ambiguous tokens (min-p
+    applied where ``min_p`` is given)."""
     x = _checked(logits)
-    proc = process(x, temperature, top_k, top_p)
+    proc = process(x, temperature, top_k, top_p, min_p=min_p)
     z = proc.scaled
     top = np.max(z, axis=1, keepdims=True)
 

@@ -434,3 +434,48 @@ def test_float32_kernels_land_between_certain_and_possible(case, complement):
     proc = process(x, t, k, p)
     got = float32_kept(x[0], t, k, p, complement)
     assert (proc.certain[0] <= got).all() and (got <= proc.possible[0]).all()
+
+
+def test_min_p_keeps_tokens_at_least_min_p_of_the_max_ties_kept():
+    x = logits_of([0.4, 0.2, 0.2, 0.1, 0.1])
+    proc = process(x, 1.0, 0, 1.0, min_p=0.45)
+    assert proc.kept[0].tolist() == [True, True, True, False, False]
+    assert not proc.ambiguous.any()
+    assert process(x, 1.0, 0, 1.0, min_p=0.0).kept.all()
+    tied = np.array([[2.0, 2.0, 1.0]])
+    assert process(tied, 1.0, 0, 1.0, min_p=1.0).certain[0].tolist() == [True, True, False]
+
+
+def test_min_p_runs_on_the_scaled_logits_before_top_p():
+    z = np.array([[0.0, -1.0, -2.0, -2.2]])
+    assert process(0.7 * z, 0.7, 0, 1.0, min_p=0.15).kept[0].tolist() == [
+        True, True, False, False]
+    # min-p first leaves 0.5, 0.3 (renormalised 0.625, 0.375): top-p 0.6 keeps the head
+    x = logits_of([0.5, 0.3, 0.1, 0.1])
+    assert process(x, 1.0, 0, 0.6, min_p=0.25).kept[0].tolist() == [True, False, False, False]
+    assert process(x, 1.0, 0, 0.6).kept[0].tolist() == [True, True, False, False]
+
+
+def test_min_p_threshold_within_float32_rounding_is_ambiguous():
+    x = logits_of([0.5, 0.1, 0.4])  # 0.1 = 0.2 * 0.5 exactly at the threshold
+    proc = process(x, 1.0, 0, 1.0, min_p=0.2)
+    assert proc.ambiguous[0].tolist() == [False, True, False]
+    with pytest.raises(ValueError, match="min_p"):
+        process(x, 1.0, 0, 1.0, min_p=1.5)
+
+
+@SETTINGS
+@given(cases(), st.sampled_from([0.0, 1e-3, 0.1, 0.3, 0.5, 0.9, 1.0]))
+def test_min_p_kept_lies_between_certain_and_possible(case, min_p):
+    x, t, k, p = case
+    proc = process(x, t, k, p, min_p=min_p)
+    assert (proc.certain <= proc.kept).all() and (proc.kept <= proc.possible).all()
+    assert proc.kept[0, np.argmax(proc.scaled[0])]
+    plain = process(x, t, k, p)
+    z, m = proc.scaled[0], proc.scaled[0].max()
+    clear = ~proc.ambiguous[0] & ~plain.ambiguous[0]
+    # below the min-p threshold nothing is kept; top-k alone (top_p 1) only intersects
+    below = np.isfinite(z) & (z - m < np.log(min_p) if min_p > 0 else np.zeros_like(z, bool))
+    assert not proc.kept[0][below & clear].any()
+    if p >= 1:
+        assert np.array_equal(proc.kept[0][clear], (plain.kept[0] & ~below)[clear])

@@ -6,12 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
 
 from harness.errors import KernelFailure
 from harness.families.sample_logits import validate_ids
-from kernels.sample_logits.torch_sample_logits import sample_logits_torch
+from harness.strategies.logits import sampling_tables
+from kernels.logprobs.torch_logprobs import kept_entries, upcast
+from kernels.sample_logits.torch_sample_logits import Pieces, sample_logits_torch, with_min_p
 from kernels.sample_logits.triton_filtered_race import sample_logits_triton
-from reference.processed import process
+from reference.processed import process, processed_probs
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 KERNELS = {"torch": sample_logits_torch}
@@ -301,3 +304,94 @@ def test_triton_call_never_synchronises_and_replays_in_a_cuda_graph():
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(captured, eager)
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_min_p_draws_stay_in_the_kept_set_and_reach_every_surely_kept_token(name):
+    """min-p rows (ties above the threshold, min_p 1, a scaled row, top-p after min-p, a
+    top-k tighter than min-p) and a row without it, against the reference's masks."""
+    v = 12
+    tied = list(np.log([0.4, 0.2, 0.2, 0.2])) + [-9.0] * (v - 4)
+    maxima = [2.0, 2.0, 1.0, 0.5] + [-9.0] * (v - 4)
+    scaled = list(0.7 * np.array([0.0, -1.0, -2.0, -2.2])) + [-9.0] * (v - 4)
+    mixed = list(np.log([0.5, 0.3, 0.1, 0.1])) + [-9.0] * (v - 4)
+    rows = [tied, maxima, scaled, mixed, tied, mixed]
+    inputs = batch(rows, [1.0, 1.0, 0.7, 1.0, 1.0, 0.5], [0, 0, 0, 0, 2, 0],
+                   [1.0, 1.0, 1.0, 0.6, 1.0, 1.0])
+    inputs["min_p"] = torch.tensor([0.45, 1.0, 0.15, 0.25, 0.1, 0.0], device=DEVICE)
+    proc = process(inputs["logits"].cpu(), inputs["temperature"].cpu(), inputs["top_k"].cpu(),
+                   inputs["top_p"].cpu(), min_p=inputs["min_p"].cpu())
+    assert not proc.ambiguous.any()
+    repeat = 64
+    tiled = {key: value.repeat(repeat, *([1] * (value.dim() - 1)))
+             for key, value in inputs.items()}
+    seen = np.zeros(proc.kept.shape, bool)
+    for seed in range(4):
+        ids = validate_ids(KERNELS[name](**tiled, seed=seed), tiled).cpu().numpy()
+        where = np.arange(ids.size) % proc.kept.shape[0]
+        assert proc.possible[where, ids].all(), "a token min-p masks was drawn"
+        seen[where, ids] = True
+    likely = proc.certain & (processed_probs(
+        inputs["logits"].cpu(), inputs["temperature"].cpu(), inputs["top_k"].cpu(),
+        inputs["top_p"].cpu(), inputs["min_p"].cpu()).probs > 0.02)
+    assert (seen >= likely).all(), "a surely kept token never drawn"
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_invalid_rows_get_the_sentinel_and_leave_their_batch_mates_alone(name):
+    v = 131
+    rng = np.random.default_rng(3)
+    clean = batch(np.log(rng.dirichlet(np.ones(v), 6)), [0.0, 1.0, 0.7, 1.0, 1.3, 1.0],
+                  [0, 0, 5, 0, 0, 0], [1.0, 1.0, 1.0, 0.8, 1.0, 1.0])
+    ids = KERNELS[name](**clean, seed=11)
+    poisoned = dict(clean, logits=clean["logits"].clone())
+    poisoned["logits"][1] = float("nan")
+    poisoned["logits"][2, 7] = float("nan")
+    poisoned["logits"][3] = float("-inf")
+    poisoned["logits"][4, [9, 30]] = float("inf")
+    got = validate_ids(KERNELS[name](**poisoned, seed=11), poisoned)
+    assert got[1:5].tolist() == [0, 0, 0, 0]
+    assert got[0] == ids[0] and got[5] == ids[5]
+
+
+def test_the_validator_demands_the_sentinel_at_invalid_rows():
+    inputs = batch(np.zeros((2, 5)), [1.0, 0.0], [0, 0], [1.0, 1.0])
+    inputs["logits"][1, 3] = float("nan")   # a greedy row too: no argmax demanded
+    validate_ids(torch.tensor([4, 0], device=DEVICE), inputs)
+    with pytest.raises(KernelFailure, match="sentinel"):
+        validate_ids(torch.tensor([4, 3], device=DEVICE), inputs)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(table=sampling_tables(300, 4))
+def test_torch_kept_set_lies_between_the_references_certain_and_possible(table):
+    """The float32 filters (min-p included) of torch-sample-logits decide within the
+    reference's ambiguity margins: surely kept tokens kept, surely masked ones masked."""
+    x = torch.as_tensor(table["logits"]).to(table["dtype"])
+    t, k, p, mp = (torch.as_tensor(table[c]) for c in ("temperature", "top_k", "top_p", "min_p"))
+    _, keep = kept_entries(upcast(x), t, k, p, with_min_p(Pieces(), mp))
+    proc = process(x, t, k, p, min_p=mp)
+    keep = keep.numpy() & np.isfinite(table["logits"])
+    sampled = ~proc.greedy[:, None]
+    assert not (proc.certain & ~keep & sampled).any()
+    assert not (keep & ~proc.possible & sampled).any()
+
+
+def test_min_p_goes_by_keyword_only_where_given_and_only_to_kernels_that_take_it():
+    from harness.families import FAMILIES, accepts
+    family, seen = FAMILIES["sample-logits"], []
+
+    def old(logits, temperature, top_k, top_p, seed):
+        seen.append("old")
+
+    def new(logits, temperature, top_k, top_p, seed, *, min_p=None):
+        seen.append(min_p)
+
+    inputs = batch(np.zeros((2, 3)), [1.0, 1.0], [0, 0], [1.0, 1.0])
+    family.call(old, inputs, 1)
+    family.call(new, inputs, 1)
+    family.call(new, {**inputs, "min_p": "mp"}, 1)
+    assert seen == ["old", None, "mp"]
+    assert not accepts(old, "min_p") and accepts(new, "min_p")
+    assert accepts(lambda *a, **kw: None, "min_p") and not accepts(len, "min_p")

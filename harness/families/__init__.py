@@ -12,6 +12,7 @@ the runner, the plugin, the CLI, the benchmark and the self-test find it here.
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -50,6 +51,8 @@ class Family:
     writable: tuple[str, ...] = ()               # inputs the kernel may overwrite; the rest
                                                  # are read-only (checked after every call)
     sanitize_checks: tuple[str, ...] = ("validity",)  # re-run under --sanitize
+    options: tuple[str, ...] = ()                # keyword arguments added after the contract
+                                                 # was first published (``accepts``)
 
     @property
     def suite(self) -> str:
@@ -64,7 +67,23 @@ class Family:
     def call(self, fn: Callable, inputs: dict, seed: int):
         """Call ``fn`` positionally, in the contract's order; ``seed`` goes where the
         contract has one (a family without randomness ignores it)."""
-        return fn(*(seed if name == "seed" else inputs[name] for name in self.parameters))
+        return fn(*(seed if name == "seed" else inputs[name] for name in self.parameters),
+                  **{name: inputs[name] for name in self.options if name in inputs})
+
+
+def accepts(fn: Callable, option: str) -> bool:
+    """Whether kernel ``fn`` takes the keyword argument ``option`` (by name or ``**kwargs``).
+
+    A family's options are passed by name, and only in calls whose inputs hold them: a
+    kernel written before an option existed keeps passing every check that does not use it,
+    and the checks that do say they skipped it. A callable without a signature is assumed
+    not to take it."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == option and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+               or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 def _discover() -> dict[str, Family]:

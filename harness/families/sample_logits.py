@@ -1,23 +1,43 @@
-"""Family ``sample-logits``: one token per row of logits, after temperature, top-k and top-p.
+"""Family ``sample-logits``: one token per row of logits, after temperature, min-p, top-k
+and top-p.
 
 Contract::
 
-    fn(logits, temperature, top_k, top_p, seed) -> ids
+    fn(logits, temperature, top_k, top_p, seed, *, min_p=None) -> ids
 
-logits float32, bfloat16 or float16 [B, V] (every row with a finite entry; -inf entries are
-masked); temperature float32 [B] (>= 0), top_k int64 [B], top_p float32 [B]; seed int in
+logits float32, bfloat16 or float16 [B, V] (-inf entries are masked; invalid rows below);
+temperature float32 [B] (>= 0), top_k int64 [B], top_p float32 [B]; seed int in
 [0, 2^31). Returns int32/int64 [B] on the logits' device. Temperature 0 means greedy: the
 argmax of the logits, the lowest index on ties. Otherwise one draw from softmax of the
-processed logits (reference/processed.py: logits / T, then top-k with ties at the boundary
-kept, then top-p on the renormalised result). The same inputs and seed give the same ids;
-rows are independent, and so are calls with different seeds.
+processed logits (reference/processed.py: logits / T, then min-p, then top-k with ties at
+the boundary kept, then top-p on the renormalised result). The same inputs and seed give the
+same ids; rows are independent, and so are calls with different seeds.
+
+min-p (reference/min_p.py), an option: ``min_p`` float32 [B] in [0, 1], passed by keyword
+and only in calls where some row uses it (so a kernel without the parameter keeps passing
+every other check; the checks with min-p rows skip them for it and say so). Absent or 0
+disables it. It keeps the tokens with p_i >= min_p * max p under softmax(logits / T) of the
+whole row, ties at the threshold kept, in vLLM's order: temperature, min-p, top-k, top-p
+(min-p and top-k commute; top-p runs on the renormalised set both keep). Tokens within
+float32 rounding of the threshold are ambiguous, accepted either way and counted.
+
+Invalid rows: a row holding a NaN or a +inf logit, or no finite logit at all (every entry
+-inf), has no law to draw from; its id is the sentinel INVALID_ROW_ID = 0, whatever its
+temperature and filters. Every other row's id is exactly what it would be without the
+invalid row in the batch (same seed). Why a sentinel in [0, V) and not a flag or -1: the
+ids go straight into an embedding lookup, and an out-of-range or garbage id there is the
+crash of FlashInfer issue 2402 (a NaN row left the chosen index as garbage); id 0 exists in
+every vocabulary, is what a zero-filled output holds, and keeps the contract's output a
+single tensor (a ``valid`` flag, FlashInfer's later answer, would change every kernel's
+return type). An engine that must tell such rows apart checks its logits, which it owns.
 
 The exact validation of every call: the output's type, shape, dtype and device; ids in
-[0, V); never a token whose logit is -inf; greedy rows equal to the argmax. Whether a token
+[0, V); the sentinel at invalid rows; never a token whose logit is -inf; greedy rows equal
+to the argmax. Whether a token
 is kept by top-k and top-p is judged by the checks, against the float64 reference with its
 ambiguity classifier (a per-call sort here would double the cost of every draw).
 
-Read-only inputs: temperature, top_k, top_p. logits may be overwritten (engines divide by
+Read-only inputs: temperature, top_k, top_p, min_p. logits may be overwritten (engines divide by
 the temperature and mask in place); a write past its ends still fails (harness/guard.py).
 """
 
@@ -74,6 +94,15 @@ BUDGETS = {
 }
 
 
+INVALID_ROW_ID = 0
+
+
+def invalid_rows(logits: torch.Tensor) -> torch.Tensor:
+    """bool [B]: rows holding a NaN or +inf, or no finite entry (module doc): those whose max
+    is not finite (torch's max propagates NaN), in one reduction."""
+    return ~torch.isfinite(logits.amax(dim=1))
+
+
 def greedy_ids(logits: torch.Tensor) -> torch.Tensor:
     """int64 [B]: the argmax of each row, the lowest index on ties (torch's argmax returns
     the first maximal index)."""
@@ -85,12 +114,20 @@ def validate_ids(ids: object, inputs: dict) -> torch.Tensor:
     logits, temperature = inputs["logits"], inputs["temperature"]
     batch, vocab = logits.shape
     ids = token_ids(ids, batch, vocab, logits.device)
-    masked = logits.gather(1, ids[:, None]).squeeze(1) == float("-inf")
+    invalid = invalid_rows(logits)
+    wrong = invalid & (ids != INVALID_ROW_ID)
+    if bool(wrong.any()):
+        row = int(wrong.nonzero()[0, 0])
+        raise KernelFailure(f"returned token {int(ids[row])} at row {row}, whose logits hold a "
+                            f"NaN or +inf or nothing finite: the contract's sentinel there is "
+                            f"{INVALID_ROW_ID} ({int(wrong.sum())} of {int(invalid.sum())} "
+                            f"invalid rows)")
+    masked = (logits.gather(1, ids[:, None]).squeeze(1) == float("-inf")) & ~invalid
     if bool(masked.any()):
         row = int(masked.nonzero()[0, 0])
         raise KernelFailure(f"returned token {int(ids[row])} whose logit is -inf at row {row} "
                             f"({int(masked.sum())} of {batch} rows)")
-    greedy = (temperature == 0).nonzero()[:, 0]
+    greedy = ((temperature == 0) & ~invalid).nonzero()[:, 0]
     if greedy.numel():
         expected = greedy_ids(logits[greedy])
         wrong = (ids[greedy] != expected).nonzero()[:, 0]
@@ -102,37 +139,44 @@ def validate_ids(ids: object, inputs: dict) -> torch.Tensor:
     return ids
 
 
-BENCH_FILTERS = {                                  # variant: (temperature, top-k, top-p)
-    "top-k-top-p": (0.8, 50, 0.9), "top-p": (0.8, 0, 0.9), "plain": (0.8, 0, 1.0),
-    "greedy": (0.0, 0, 1.0)}
+BENCH_FILTERS = {                           # variant: (temperature, top-k, top-p, min-p)
+    "top-k-top-p": (0.8, 50, 0.9, 0.0), "top-p": (0.8, 0, 0.9, 0.0), "plain": (0.8, 0, 1.0, 0.0),
+    "greedy": (0.0, 0, 1.0, 0.0), "min-p": (0.8, 0, 1.0, 0.05)}
 
 
 def bench_batch(shape: str, device: torch.device) -> dict:
     """``BxV[:filter]``: float32 logits N(0, 4) with, on every row, the filter ``top-k-top-p``
     (the default, the issue's setting: temperature 0.8, top-k 50, top-p 0.9), ``top-p``
-    (top-p 0.9 alone), ``plain`` (temperature 0.8 alone) or ``greedy``."""
+    (top-p 0.9 alone), ``plain`` (temperature 0.8 alone), ``greedy`` or ``min-p`` (min-p
+    0.05 at temperature 0.8; a kernel without min_p cannot run it)."""
     dims, _, name = shape.lower().partition(":")
     if name not in ("", *BENCH_FILTERS):
         raise ValueError(f"{shape}: filter not one of {', '.join(BENCH_FILTERS)}")
-    t, k, p = BENCH_FILTERS[name or "top-k-top-p"]
+    t, k, p, min_p = BENCH_FILTERS[name or "top-k-top-p"]
     batch, vocab = (int(x) for x in dims.split("x"))
-    return {"logits": torch.randn(batch, vocab, device=device) * 2.0,
-            "temperature": torch.full((batch,), t, device=device),
-            "top_k": torch.full((batch,), k, dtype=torch.int64, device=device),
-            "top_p": torch.full((batch,), p, device=device)}
+    inputs = {"logits": torch.randn(batch, vocab, device=device) * 2.0,
+              "temperature": torch.full((batch,), t, device=device),
+              "top_k": torch.full((batch,), k, dtype=torch.int64, device=device),
+              "top_p": torch.full((batch,), p, device=device)}
+    if min_p:
+        inputs["min_p"] = torch.full((batch,), min_p, device=device)
+    return inputs
 
 
 FAMILY = Family(
     name="sample-logits",
     parameters=("logits", "temperature", "top_k", "top_p", "seed"),
     doc=("fn(logits: float32|bf16|fp16 [B, V], temperature: float32 [B] (0 = greedy), top_k: "
-         "int64 [B], top_p: float32 [B], seed: int in [0, 2^31)) -> int32/int64 [B] token ids: "
-         "one draw from softmax(processed logits), the argmax where temperature is 0"),
+         "int64 [B], top_p: float32 [B], seed: int in [0, 2^31), *, min_p: float32 [B] in "
+         "[0, 1] (optional; passed only when some row uses it)) -> int32/int64 [B] token ids: "
+         "one draw from softmax(processed logits), the argmax where temperature is 0; id 0 "
+         "at a row holding a NaN or +inf or nothing finite, its batch-mates unaffected"),
     validate=validate_ids,
     output_bytes=lambda inputs: 8 * inputs["logits"].shape[0],
     draws=lambda inputs: inputs["logits"].numel(),
     budgets=BUDGETS,
     writable=("logits",),
+    options=("min_p",),
     bench=BenchSpec(
         gpu_shapes=("256x151936", "32x128256", "1x32000"), cpu_shapes=("8x4099",),
         shape_help="BxV[:filter] (default T 0.8, top-k 50, top-p 0.9)", make_inputs=bench_batch,

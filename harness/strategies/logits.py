@@ -49,6 +49,11 @@ def top_ps() -> st.SearchStrategy[float]:
     return st.one_of(st.just(1.0), st.floats(1 - 1e-6, 1.0), st.floats(1e-4, 0.9999))
 
 
+def min_ps() -> st.SearchStrategy[float]:
+    """Disabled (0), tiny, typical (0.05 - 0.3), and 1 (the maxima alone)."""
+    return st.one_of(st.just(0.0), st.just(1.0), st.floats(1e-4, 1.0))
+
+
 @st.composite
 def logit_rows(draw, vocab: int, dtype: torch.dtype) -> np.ndarray:
     """One float64 row holding values exactly representable in ``dtype``."""
@@ -92,11 +97,12 @@ def logprob_batches(draw, max_vocab: int, max_rows: int = 4, max_slots: int = 32
 @st.composite
 def sampling_tables(draw, max_vocab: int, rows: int) -> dict:
     """``rows`` rows of family ``sample-logits`` in one dtype: float64 logits exact in that
-    dtype, and per-row temperature (0 included), top-k and top-p at and around their
+    dtype, and per-row temperature (0 included), top-k, top-p and min-p at and around their
     boundaries."""
     dtype, vocab = draw(input_dtypes()), draw(vocab_sizes(max_vocab))
     return {"dtype": dtype,
             "logits": np.stack([draw(logit_rows(vocab, dtype)) for _ in range(rows)]),
             "temperature": np.array([draw(temperatures()) for _ in range(rows)], np.float32),
             "top_k": np.array([draw(top_ks(vocab)) for _ in range(rows)], np.int64),
-            "top_p": np.array([draw(top_ps()) for _ in range(rows)], np.float32)}
+            "top_p": np.array([draw(top_ps()) for _ in range(rows)], np.float32),
+            "min_p": np.array([draw(min_ps()) for _ in range(rows)], np.float32)}

@@ -11,8 +11,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 # Sizes that sit just off the block sizes kernels like: 2^k - 1, 2^k + 1, and primes.
-AWKWARD_VOCABS = (2, 3, 7, 31, 33, 127, 129, 255, 257, 1000, 1023, 1025, 2047, 2049,
-                  4095, 4097, 8191, 8193, 32000, 128256, 151936)
+AWKWARD_VOCABS = (2, 3, 7, 31, 33, 127, 129, 131, 255, 257, 1000, 1023, 1025, 1031, 2047, 2049,
+                  4095, 4097, 4099, 8191, 8193, 32000, 128256, 151936, 151937)
 
 
 def vocab_sizes(max_vocab: int) -> st.SearchStrategy[int]:

@@ -47,10 +47,14 @@ def _inverse_cdf(weights: torch.Tensor, draws: Draws) -> torch.Tensor:
 @mutant(("joint", "fixed_drafts"), "quick",
         bug="one uniform serves the accept test and the residual draw: the recovered token is the "
             "residual's inverse CDF at the very u that rejected (u >= p/q), so only the upper part "
-            "of the residual is reached")
+            "of the residual is reached (vllm-ascend issue 16370)")
 def shared_uniform(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
     """One uniform per position serves the accept test and the residual draw: given a
-    rejection u >= p(d) / q(d), so the inverse CDF reaches only the residual's upper part."""
+    rejection u >= p(d) / q(d), so the inverse CDF reaches only the residual's upper part.
+    The acceptance rate stays right (the accept test is untouched); the emitted token after
+    a rejection is biased, which the (accepted length, emitted token) law of ``joint`` and
+    ``fixed_drafts`` sees. Field report: vllm-ascend issue 16370 (the acceptance uniform
+    reused to pick the recovered token)."""
     return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
                             pieces=Pieces(recover=_inverse_cdf))
 

@@ -66,3 +66,34 @@ def proposer_fp32_noise(draft_table, context, token_ids, previous_drafts, num_sp
             drafts[r] = []
             probs[r] = 0.0
     return drafts, probs
+
+
+DRAFT_TOP_K = 2
+
+
+def _top_k_law(q: torch.Tensor) -> torch.Tensor:
+    """q restricted to its DRAFT_TOP_K largest entries, renormalised."""
+    kth = q.topk(DRAFT_TOP_K, dim=1).values[:, -1:]
+    kept = torch.where(q >= kth, q, 0.0)
+    return kept / kept.sum(dim=1, keepdim=True)
+
+
+@mutant(("law",), "quick",
+        bug="the drafter samples under top-k 2 but hands over the unfiltered softmax as its "
+            "draft probabilities: the rejection sampler corrects against the wrong q "
+            "(transformers issue 47932: TV from the target up to 0.31, acceptance still high)")
+def draft_probs_before_top_k(draft_table, context, token_ids, previous_drafts,
+                             num_spec_tokens, max_model_len, lookahead, seed):
+    """Drafts drawn from the top-k (k = 2) filtered draft law, while the cached laws are the
+    unfiltered softmax, taken before the filter. The rejection sampler then accepts a draft
+    d with min(1, p(d) / q(d)) for a q that did not draw it, and the residual misses the mass
+    the filter moved: the output is no longer the target's law. Field report: transformers
+    issue 47932 (draft probabilities handed over before the draft's top-k filter; TV from
+    the target up to 0.31 while acceptance still looked high)."""
+    drafts, probs = draw_drafts(draft_table, context, token_ids, num_spec_tokens, seed,
+                                drawn_from=_top_k_law)
+    for r, seq in enumerate(token_ids):
+        if not has_room(len(seq), lookahead, num_spec_tokens, max_model_len):
+            drafts[r] = []
+            probs[r] = 0.0
+    return drafts, probs

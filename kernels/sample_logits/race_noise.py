@@ -27,6 +27,14 @@ def log_noise(seed, rows, cols, V):
 
 
 @triton.jit
+def finite_or_masked(x):
+    """x where it is a number below +inf, -inf elsewhere: a NaN or +inf logit (an invalid
+    row, whose id the wrapper replaces by the contract's sentinel) is read as masked, so no
+    NaN reaches a max, a sum or an argmax."""
+    return tl.where((x == x) & (x < float("inf")), x, float("-inf"))
+
+
+@triton.jit
 def scores(x, cutoff, t, seed, rows, cols, V):
     """x / T - log q where x >= c (and finite), -inf elsewhere (never NaN)."""
     kept = (x >= cutoff) & (x > float("-inf"))

@@ -1,4 +1,12 @@
-"""triton-sample-logits: temperature, top-k and top-p with no full sort, then an exact race.
+"""triton-sample-logits: temperature, min-p, top-k and top-p with no full sort, then an exact
+race.
+
+min-p keeps an upper set {z - max z >= log(min_p)} of the row holding its max, so on the
+row it is a top-k: k_min = the count of entries it keeps (ties included). Min-p then top-k
+is top-k at min(k, k_min) (both keep prefixes of the descending order), and top-p then runs
+on that set as it would after min-p: ``fold_min_p`` rewrites k before the launches below
+(torch ops on the device, no synchronisation; one more read of the rows, where some row has
+min-p).
 
 Top-k and top-p each keep a set {x >= c} of the row (ties with the boundary kept), so one
 threshold c per row describes the processed row; the draw is then an exponential race over
@@ -35,6 +43,7 @@ import triton
 import triton.language as tl
 
 from kernels.logprobs.torch_logprobs import kept_entries
+from kernels.sample_logits.race_noise import finite_or_masked
 from kernels.sample_logits.triton_row_fallback import fallback_race, race_columns
 from kernels.sample_logits.triton_top_k_select import select_race
 from kernels.split_scratch import multiprocessors
@@ -73,22 +82,26 @@ def _row_race(logits_ptr, rows_ptr, cutoff_ptr, temp_ptr, best_ptr, col_ptr, see
 
 
 @triton.jit
-def _group_max(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr, B, V, stride, G,
-               BLOCK_R: tl.constexpr, BLOCK_G: tl.constexpr, S: tl.constexpr):
-    """Programs (row block, group block): the max m of each group of S columns (-inf past V)
-    and, for rows with top-p alone, the group's mass sum exp(z - m / T) over its finite
-    entries, z = x / T in float32 (its terms in (0, 1], the largest 1).
-    Memory traffic: the logits read once (2 or 4 B per entry); 4 or 8 B per group written."""
+def _group_max(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr, bad_ptr, B, V,
+               stride, G, BLOCK_R: tl.constexpr, BLOCK_G: tl.constexpr, S: tl.constexpr):
+    """Programs (row block, group block): the max m of each group of S columns (-inf past V;
+    NaN and +inf read as -inf, and flagged in ``bad``) and, for rows with top-p alone, the
+    group's mass sum exp(z - m / T) over its finite entries, z = x / T in float32 (its terms
+    in (0, 1], the largest 1).
+    Memory traffic: the logits read once (2 or 4 B per entry); 5 or 9 B per group written."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     groups = tl.program_id(1) * BLOCK_G + tl.arange(0, BLOCK_G)
     cols = groups[None, :, None] * S + tl.arange(0, S)[None, None, :]
     ok = (rows < B)[:, None, None] & (cols < V)
-    x = tl.load(logits_ptr + rows.to(tl.int64)[:, None, None] * stride + cols, mask=ok,
-                other=float("-inf")).to(tl.float32)
+    raw = tl.load(logits_ptr + rows.to(tl.int64)[:, None, None] * stride + cols, mask=ok,
+                  other=float("-inf")).to(tl.float32)
+    x = finite_or_masked(raw)
     out = rows.to(tl.int64)[:, None] * G + groups[None, :]
     written = (rows < B)[:, None] & (groups < G)[None, :]
     m = tl.max(x, axis=2)
     tl.store(max_ptr + out, m, mask=written)
+    bad = tl.max(((raw != raw) | (raw == float("inf"))).to(tl.int32), axis=2)
+    tl.store(bad_ptr + out, bad.to(tl.int8), mask=written)
     t = tl.load(temp_ptr + rows, mask=rows < B, other=0.0)
     k = tl.load(topk_ptr + rows, mask=rows < B, other=0)
     p = tl.load(topp_ptr + rows, mask=rows < B, other=1.0)
@@ -149,14 +162,16 @@ def group_width(vocab: int) -> int:
     return triton.next_power_of_2(triton.cdiv(vocab, GROUPS))
 
 
-def group_maxima(logits, temperature, top_k, top_p) -> tuple[torch.Tensor, torch.Tensor]:
-    """(maxima, masses) float32 [B, G] of ``_group_max`` (masses unwritten in rows without
-    top-p alone)."""
+def group_maxima(logits, temperature, top_k, top_p
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(maxima, masses, bad) [B, G] of ``_group_max``: float32 maxima and masses (unwritten
+    in rows without top-p alone), int8 flags of groups holding a NaN or +inf."""
     batch, vocab = logits.shape
     width = group_width(vocab)
     count = triton.cdiv(vocab, width)
     maxima = torch.empty((batch, count), dtype=torch.float32, device=logits.device)
     masses = torch.empty_like(maxima)
+    bad = torch.empty((batch, count), dtype=torch.int8, device=logits.device)
     warps = 4
     if INTERPRET or logits.device.type != "cuda":
         block_g = min(triton.next_power_of_2(count), max(1, CPU_TILE // width))
@@ -165,9 +180,9 @@ def group_maxima(logits, temperature, top_k, top_p) -> tuple[torch.Tensor, torch
         block_r, block_g = 1, max(1, GPU_GROUP_BLOCK // width)
         warps = GPU_GROUP_WARPS
     _group_max[(triton.cdiv(batch, block_r), triton.cdiv(count, block_g))](
-        logits, temperature, top_k, top_p, maxima, masses, batch, vocab, logits.stride(0),
+        logits, temperature, top_k, top_p, maxima, masses, bad, batch, vocab, logits.stride(0),
         count, BLOCK_R=block_r, BLOCK_G=block_g, S=width, num_warps=warps)
-    return maxima, masses
+    return maxima, masses, bad
 
 
 def select_rows(batch: int, device: torch.device) -> tuple[int, int]:
@@ -211,8 +226,25 @@ def row_cutoffs(x, t, k, p) -> torch.Tensor:
     return cutoff.contiguous()
 
 
+def fold_min_p(logits: torch.Tensor, t: torch.Tensor, k: torch.Tensor, min_p: torch.Tensor
+               ) -> torch.Tensor:
+    """int64 [B]: top-k folded with min-p (module doc). k_min counts z - max z >= log(min_p)
+    with z = x / T in float32 (monotone in x, so the set is {x >= x_(k_min)} with its ties);
+    rows with min_p 0 or T 0 keep their k. Memory traffic: the rows read once, a float32
+    [B, V] temporary."""
+    vocab = logits.shape[1]
+    x = logits.to(torch.float32)
+    z = x / torch.where(t > 0, t, 1.0)[:, None]
+    bound = torch.log(min_p.to(torch.float32))[:, None]
+    k_min = ((z - z.amax(dim=1, keepdim=True) >= bound) & (x > NEG_INF)).sum(dim=1)
+    enabled = (k > 0) & (k < vocab)
+    folded = torch.where(enabled, torch.minimum(k, k_min), k_min)
+    return torch.where((min_p > 0) & (t > 0), folded, k).contiguous()
+
+
 def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,
-                         top_p: torch.Tensor, seed: int) -> torch.Tensor:
+                         top_p: torch.Tensor, seed: int, min_p: torch.Tensor | None = None
+                         ) -> torch.Tensor:
     """Family ``sample-logits``: one token id per row, as int64 [B] (paths: module doc)."""
     if logits.dim() != 2 or logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
         raise ValueError(f"logits must be float32, bfloat16 or float16 [B, V], got "
@@ -223,16 +255,28 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     logits = logits.contiguous()
     t = temperature.to(torch.float32).contiguous()
     k, p = top_k.to(torch.int64).contiguous(), top_p.to(torch.float32).contiguous()
+    if min_p is not None:
+        k = fold_min_p(logits, t, k, min_p.to(logits.device))
     if HOST_PATH_ROWS is not None and batch > HOST_PATH_ROWS:    # one synchronisation
         ids = logits.new_empty(batch, dtype=torch.int64)
         host_rows(logits, ids, torch.arange(batch, device=logits.device), t, k, p, seed)
-        return ids
+        return invalid_to_sentinel(logits, ids)
     block_r, warps = select_rows(batch, logits.device)
-    maxima, masses = group_maxima(logits, t, k, p)
+    maxima, masses, bad = group_maxima(logits, t, k, p)
     ids, unresolved = select_race(logits, maxima, masses, group_width(vocab), t, k, p, KMAX,
                                   seed, block_r, warps)
     fallback_race(logits, t, k, p, unresolved, ids, seed, INTERPRET)
-    return ids
+    invalid = bad.amax(dim=1).bool() | (maxima.amax(dim=1) == NEG_INF)
+    return torch.where(invalid, 0, ids)
+
+
+def invalid_to_sentinel(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """ids, with the contract's sentinel 0 where the row holds a NaN or +inf or nothing
+    finite (its max is not finite; torch's max propagates NaN): the host path's test (the
+    device path reads the same from ``_group_max``'s flags and maxima). Every launch works
+    row by row, so such a row's garbage stays in its own id. Memory traffic: the rows read
+    once more."""
+    return torch.where(torch.isfinite(logits.amax(dim=1)), ids, 0)
 
 
 def host_rows(logits, ids, rows, t, k, p, seed) -> None:

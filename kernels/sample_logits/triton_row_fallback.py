@@ -35,7 +35,7 @@ import triton
 import triton.language as tl
 
 from kernels.sample.triton_race import publish_split
-from kernels.sample_logits.race_noise import scores
+from kernels.sample_logits.race_noise import finite_or_masked, scores
 from kernels.sample_logits.triton_top_k_select import ordered, value_of_key
 from kernels.split_scratch import multiprocessors, split_scratch
 
@@ -51,7 +51,7 @@ def row_tile(logits_ptr, rows64, ok, stride, V, start, BLOCK: tl.constexpr):
     inside = ok[:, None] & (cols < V)
     x = tl.load(logits_ptr + rows64[:, None] * stride + cols, mask=inside,
                 other=float("-inf")).to(tl.float32)
-    return x, cols, inside
+    return finite_or_masked(x), cols, inside
 
 
 @triton.jit

@@ -39,7 +39,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.sample_logits.race_noise import scores
+from kernels.sample_logits.race_noise import finite_or_masked, scores
 from kernels.split_scratch import split_scratch
 
 CMAX = tl.constexpr(2048)      # candidates a row may gather
@@ -247,8 +247,8 @@ def _select_race(logits_ptr, maxima_ptr, masses_ptr, temp_ptr, topk_ptr, topp_pt
         group = tl.load(groups_ptr + slots[:, None] * GP + j, mask=live, other=0)
         cols = group[:, :, None] * S + e
         inside = live[:, :, None] & (cols < V)
-        x = tl.load(logits_ptr + rows64[:, None, None] * stride + cols, mask=inside,
-                    other=float("-inf")).to(tl.float32)
+        x = finite_or_masked(tl.load(logits_ptr + rows64[:, None, None] * stride + cols,
+                                     mask=inside, other=float("-inf")).to(tl.float32))
         hit = (inside & (x >= tau[:, None, None])
                & ((x > float("-inf")) | greedy[:, None, None])).to(tl.int32)
         per_group = tl.sum(hit, axis=2)                      # slots: groups, then columns

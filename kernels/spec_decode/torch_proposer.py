@@ -39,10 +39,11 @@ def has_room(length: int, lookahead: int, num_spec_tokens: int, max_model_len: i
 
 
 def draw_drafts(draft_table: torch.Tensor, context: int, sequences: list[list[int]],
-                num_spec_tokens: int, seed: int, noise_dtype: torch.dtype = torch.float64
-                ) -> tuple[list[list[int]], torch.Tensor]:
+                num_spec_tokens: int, seed: int, noise_dtype: torch.dtype = torch.float64,
+                drawn_from=None) -> tuple[list[list[int]], torch.Tensor]:
     """k drafts for every sequence and their laws: (drafts, float32 [R, k, V]), each drawn
-    by the race argmax q / e against Exp(1) noise e in ``noise_dtype``."""
+    by the race argmax q / e against Exp(1) noise e in ``noise_dtype``; ``drawn_from(q)``,
+    where given, is the law the race runs on instead of q (the laws returned stay q)."""
     vocab = draft_table.shape[1]
     generator = seeded_generator(draft_table.device, seed)
     grown = [list(s) for s in sequences]
@@ -52,7 +53,8 @@ def draw_drafts(draft_table: torch.Tensor, context: int, sequences: list[list[in
         q = draft_table[rows].softmax(dim=1)
         noise = torch.empty(q.shape, dtype=noise_dtype, device=q.device)
         noise.exponential_(generator=generator)
-        for seq, token in zip(grown, (q.to(noise_dtype) / noise).argmax(dim=1).tolist(),
+        raced = q if drawn_from is None else drawn_from(q)
+        for seq, token in zip(grown, (raced.to(noise_dtype) / noise).argmax(dim=1).tolist(),
                               strict=True):
             seq.append(token)
         laws.append(q)

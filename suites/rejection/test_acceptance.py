@@ -11,6 +11,10 @@ never passed draft probabilities halved it). The draws are planned so that the d
 ``budget.accept_shift`` is detected with power ``budget.power`` for every request: the
 statistic is then noncentral chi-square with noncentrality n sum_j (P'_j - P_j)^2 / P_j.
 Alpha: the check's share, split over the requests tested.
+
+The record and the message state the acceptance rate measured (accepted drafts over the
+drafts reached) against its exact expectation: alpha_i = sum_x min(p_i(x), q_i(x)) =
+1 - TV(p_i, q_i) at each position, weighted by how often the position is reached.
 """
 
 from __future__ import annotations
@@ -71,6 +75,28 @@ def min_detectable_shift(alphas: np.ndarray, draws: int, alpha: float, power: fl
     return float(optimize.brentq(gap, 1e-9, 0.999, xtol=1e-6))
 
 
+def rates(counts: np.ndarray, alphas: np.ndarray) -> dict:
+    """Acceptance measured from the counts of A = 0..n, and expected from 1 - TV(p_i, q_i):
+    reached_i = #(A >= i), accepted_i = #(A >= i + 1); the expected totals are the draws
+    times sum_i P(A >= i) alpha_i and sum_i P(A >= i)."""
+    at_least = np.cumsum(counts[::-1])[::-1]          # #(A >= j), j = 0..n
+    reach = np.concatenate([[1.0], np.cumprod(alphas)])[:-1]   # P(A >= i), i < n
+    return {"accepted": int(at_least[1:].sum()), "reached": int(at_least[:-1].sum()),
+            "expected_accepted": float(counts.sum() * np.dot(reach, alphas)),
+            "expected_reached": float(counts.sum() * reach.sum()),
+            "one_minus_tv": alphas.tolist(),
+            "measured_per_position": (at_least[1:] / np.maximum(at_least[:-1], 1)).tolist()}
+
+
+def rate_note(results: list[dict]) -> str:
+    accepted = sum(r["rates"]["accepted"] for r in results)
+    reached = sum(r["rates"]["reached"] for r in results)
+    expected = (sum(r["rates"]["expected_accepted"] for r in results)
+                / sum(r["rates"]["expected_reached"] for r in results))
+    return (f"; acceptance rate {accepted / max(reached, 1):.4f} measured over {reached} drafts "
+            f"reached, {expected:.4f} expected (1 - TV(p, q) per position, exact)")
+
+
 def acceptance_length(ctx):
     budget = ctx.budget
     names, laws = build(CURATED, budget.joint_vocab, ctx.seed)
@@ -89,16 +115,18 @@ def acceptance_length(ctx):
     for b, a in alphas.items():
         record = law_test(names[b], tables[b].sum(1), acceptance_length_law(a), alpha,
                           budget.power)
-        record.update(acceptance=a.tolist(),
+        record.update(acceptance=a.tolist(), rates=rates(tables[b].sum(1), a),
                       min_detectable_shift=min_detectable_shift(a, draws, alpha, budget.power),
                       plot=lengths_plot(f"acceptance length of {names[b]}", tables[b].sum(1),
                                         acceptance_length_law(a), record["p_value"]))
         results.append(record)
-    return outcome(ctx, results, alpha,
-                   f"relative drop of every acceptance probability (target "
-                   f"{budget.accept_shift:g})", draws * len(alphas),
-                   mde=max(r["min_detectable_shift"] for r in results),
-                   describe=lambda r: f"A = {r['worst_cell']}")
+    result = outcome(ctx, results, alpha,
+                     f"relative drop of every acceptance probability (target "
+                     f"{budget.accept_shift:g})", draws * len(alphas),
+                     mde=max(r["min_detectable_shift"] for r in results),
+                     describe=lambda r: f"A = {r['worst_cell']}")
+    result.message += rate_note(results)
+    return result
 
 
 @pytest.mark.statistical

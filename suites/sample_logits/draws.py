@@ -36,5 +36,5 @@ def demand_possible(rows: Rows, counts: np.ndarray) -> None:
         row, token = (int(i[0]) for i in np.nonzero(outside))
         raise KernelFailure(
             f"drew token {token} of row {rows.names[row]!r} {int(counts[row, token])} times; "
-            f"top-k / top-p mask it under every float32 resolution "
+            f"min-p / top-k / top-p mask it under every float32 resolution "
             f"({int(counts[outside].sum())} masked draws in all)")

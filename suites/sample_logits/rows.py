@@ -1,10 +1,11 @@
 """Rows of family ``sample-logits``: logits and settings, and the law each row must follow.
 
-A ``Rows`` table holds D distinct rows in one dtype, each with its temperature, top-k and
-top-p. Draws repeat the table row by row (row r of a call is distinct row r mod D), so rows
-of different settings sit side by side in every call and a kernel that mixes up rows mixes
-up laws. ``law()`` is the float64 reference (reference/processed.py): the law of a draw, the
-surely kept and possibly kept tokens, and the ambiguous ones float32 cannot resolve.
+A ``Rows`` table holds D distinct rows in one dtype, each with its temperature, top-k,
+top-p and (optionally) min-p. Draws repeat the table row by row (row r of a call is
+distinct row r mod D), so rows of different settings sit side by side in every call and a
+kernel that mixes up rows mixes up laws. ``law()`` is the float64 reference
+(reference/processed.py): the law of a draw, the surely kept and possibly kept tokens, and
+the ambiguous ones float32 cannot resolve.
 """
 
 from __future__ import annotations
@@ -26,18 +27,20 @@ class Rows:
     top_k: np.ndarray           # int64 [D]
     top_p: np.ndarray           # float32 [D]
     dtype: torch.dtype = torch.float32
+    min_p: np.ndarray | None = None   # float32 [D]; None: no row uses min-p
 
     @classmethod
-    def of(cls, rows: dict[str, tuple[np.ndarray, float, int, float]],
-           dtype: torch.dtype = torch.float32) -> Rows:
-        """From ``{name: (logits row, temperature, top_k, top_p)}``, the logits rounded to
-        ``dtype`` (then held exactly in float64)."""
+    def of(cls, rows: dict[str, tuple], dtype: torch.dtype = torch.float32) -> Rows:
+        """From ``{name: (logits row, temperature, top_k, top_p[, min_p])}``, the logits
+        rounded to ``dtype`` (then held exactly in float64)."""
         logits = np.stack([np.asarray(r[0], np.float64) for r in rows.values()])
         exact = torch.as_tensor(logits).to(dtype).double().numpy()
+        min_p = np.array([r[4] if len(r) > 4 else 0.0 for r in rows.values()], np.float32)
         return cls(tuple(rows), exact,
                    np.array([r[1] for r in rows.values()], np.float32),
                    np.array([r[2] for r in rows.values()], np.int64),
-                   np.array([r[3] for r in rows.values()], np.float32), dtype)
+                   np.array([r[3] for r in rows.values()], np.float32), dtype,
+                   min_p if (min_p > 0).any() else None)
 
     @property
     def kinds(self) -> int:
@@ -49,16 +52,20 @@ class Rows:
 
     @cached_property
     def law(self) -> ProcessedLaw:
-        return processed_probs(self.logits, self.temperature, self.top_k, self.top_p)
+        return processed_probs(self.logits, self.temperature, self.top_k, self.top_p,
+                               self.min_p)
 
     def inputs(self, device, rows: int) -> dict:
         """The contract's inputs (without the seed) for a call of ``rows`` rows: row r is
-        distinct row r mod D."""
+        distinct row r mod D; ``min_p`` only where some row uses it."""
         which = torch.arange(rows) % self.kinds
-        return {"logits": torch.as_tensor(self.logits).to(self.dtype)[which].to(device),
-                "temperature": torch.as_tensor(self.temperature)[which].to(device),
-                "top_k": torch.as_tensor(self.top_k)[which].to(device),
-                "top_p": torch.as_tensor(self.top_p)[which].to(device)}
+        inputs = {"logits": torch.as_tensor(self.logits).to(self.dtype)[which].to(device),
+                  "temperature": torch.as_tensor(self.temperature)[which].to(device),
+                  "top_k": torch.as_tensor(self.top_k)[which].to(device),
+                  "top_p": torch.as_tensor(self.top_p)[which].to(device)}
+        if self.min_p is not None and (self.min_p > 0).any():
+            inputs["min_p"] = torch.as_tensor(self.min_p)[which].to(device)
+        return inputs
 
 
 def gaussian(vocab: int, rng: np.random.Generator, scale: float = 2.0) -> np.ndarray:

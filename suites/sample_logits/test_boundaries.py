@@ -12,7 +12,12 @@ a large share of the probability, so that a wrong decision is a large deviation:
   first would keep the tied 0.1s too);
 * tiny top_p (the head alone), top_p just under 1, and an exact tie straddling top_p (an
   ambiguous pair, accepted either way);
-* the same rows at temperature 0.7, so the boundaries are found on scaled logits.
+* the same rows at temperature 0.7, so the boundaries are found on scaled logits;
+* min-p (for a kernel that takes ``min_p``; skipped and said so otherwise): tokens tied
+  above the threshold all kept, min_p 1 keeping the tied maxima, min-p on the scaled logits
+  (at T = 0.7 min-p on the raw logits keeps two more tokens), and top-p on the set min-p
+  keeps, renormalised (top-p first would keep a second token), and three tied tokens
+  exactly at the threshold (ambiguous: accepted kept or masked, and counted).
 
 Each row is tested by lawtest.py against the reference; the draws are planned for the
 budget's ``boundary_tv``. Alpha: the check's share over its tests.
@@ -23,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.families import accepts
 from harness.stats.multiple import bonferroni
 from harness.verdict import Outcome
 from suites.sample_logits.lawtest import TESTS_PER_ROW
@@ -71,12 +77,43 @@ def boundary_rows(seed: int, t: float) -> Rows:
     })
 
 
+def min_p_rows(seed: int) -> Rows:
+    """min-p boundaries (reference/min_p.py), at T = 1 and 0.7 (logits scaled so z is the
+    same). Each threshold lies far from every token, except in the row that puts three tied
+    tokens exactly at it: ambiguous, accepted either way (all together: ties are resolved
+    alike) and counted."""
+    rows = {}
+    for i, t in enumerate((1.0, 0.7)):
+        tied = {r: t * v for r, v in log_probs(0.4, 0.2, 0.2, 0.2).items()}
+        maxima = {r: t * v for r, v in enumerate((2.0, 2.0, 1.0, 0.5))}
+        scaled = {r: t * v for r, v in enumerate((0.0, -1.0, -2.0, -2.2))}
+        before_top_p = {r: t * v for r, v in log_probs(0.5, 0.3, 0.1, 0.1).items()}
+        rows |= {
+            f"T={t}: min-p 0.45 keeps the three tied at 0.2": (
+                row(tied, seed + 10 * i), t, 0, 1.0, 0.45),
+            f"T={t}: min-p 1 keeps both tied maxima": (row(maxima, seed + 10 * i + 1), t, 0,
+                                                       1.0, 1.0),
+            f"T={t}: min-p 0.15 on the scaled logits": (row(scaled, seed + 10 * i + 2), t, 0,
+                                                        1.0, 0.15),
+            f"T={t}: top-p 0.6 on the renormalised min-p 0.25 set": (
+                row(before_top_p, seed + 10 * i + 3), t, 0, 0.6, 0.25),
+            f"T={t}: min-p 0.5 exactly at the tied 0.2s (ambiguous)": (
+                row(tied, seed + 10 * i + 4), t, 0, 1.0, 0.5),
+        }
+    return Rows.of(rows)
+
+
 def boundaries(ctx) -> Outcome:
-    tables = [boundary_rows(ctx.seed, 1.0), boundary_rows(ctx.seed + 7, 0.7)]
+    min_p = accepts(ctx.runner.kernel.fn, "min_p")
+    tables = [min_p_rows(ctx.seed + 14)] if min_p else []
+    tables += [boundary_rows(ctx.seed, 1.0), boundary_rows(ctx.seed + 7, 0.7)]
     alpha = bonferroni(ctx.alpha, TESTS_PER_ROW * sum(t.kinds for t in tables))
     tv = ctx.budget.boundary_tv
     results = [r for rows in tables for r in fit_rows(ctx, rows, tv, alpha)]
-    return outcome(ctx, results, alpha, tv)
+    result = outcome(ctx, results, alpha, tv)
+    if not min_p:
+        result.message += "; min-p rows skipped: the kernel takes no min_p"
+    return result
 
 
 @pytest.mark.statistical

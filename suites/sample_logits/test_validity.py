@@ -6,7 +6,7 @@ ids in [0, V), never a -inf logit, greedy rows equal to the argmax). This check 
 * edge cases where kernels break, each called twice with the same seed under two
   allocator poisons (the same ids are due): V = 1, a single finite logit, V = 2, a flat
   row at top-k 1 (every tie kept), odd shapes, a row of V = 32001, huge ranges, bf16 and
-  fp16 logits, greedy rows mixed in;
+  fp16 logits, greedy rows mixed in; min-p edge cases for a kernel that takes min_p;
 * many draws from rows that mask almost every token (top-k 4, top-p 0.3, -inf masks): a
   draw outside the reference's possibly kept set is a failure. A kernel that returns a
   masked token at a per-draw rate above the stated minimum is caught with probability
@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import torch
 
+from harness.families import accepts
 from harness.stats.binomial import never_rate
 from harness.verdict import Outcome
 from suites.sample.draws import rows_per_call
@@ -56,6 +57,18 @@ def edge_cases(seed: int) -> dict[str, Rows]:
     }
 
 
+def min_p_edge_cases(seed: int) -> Rows:
+    """For a kernel that takes min_p: every token tied with the max at min-p 1, min-p with a
+    greedy row, with -inf entries, with top-k 1 on ties, and a row with min-p 0 beside them."""
+    rng = np.random.default_rng(seed)
+    v = 257
+    return Rows.of({"flat row, min-p 1 (every tie kept)": (np.zeros(v), 1.0, 0, 1.0, 1.0),
+                    "greedy, min-p 0.9": (gaussian(v, rng), 0.0, 0, 1.0, 0.9),
+                    "masked, min-p 0.05, T=0.5": (masked(v, rng), 0.5, 0, 0.9, 0.05),
+                    "ties, top-k 1, min-p 0.3": (grid(v, rng), 1.0, 1, 1.0, 0.3),
+                    "no min-p beside them": (gaussian(v, rng), 1.0, 0, 1.0, 0.0)})
+
+
 def masking_rows(seed: int) -> Rows:
     rng = np.random.default_rng(seed)
     v = MASKING_VOCAB
@@ -68,6 +81,8 @@ def masking_rows(seed: int) -> Rows:
 def validity(ctx) -> Outcome:
     seeds = ctx.seeds()
     cases = edge_cases(ctx.seed)
+    if accepts(ctx.runner.kernel.fn, "min_p"):
+        cases["min-p edge cases"] = min_p_edge_cases(ctx.seed)
     for rows in cases.values():
         ctx.runner.call_twice(rows.inputs(ctx.device, rows.kinds), next(seeds))
 

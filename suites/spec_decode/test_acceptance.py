@@ -3,9 +3,10 @@
 Requests of 24 tokens (max_model_len 64, K = 3 drafts, synchronous scheduling). For each
 verified draft the engine records alpha_i = sum_x min(p(x), q(x)) under the true target and
 draft laws of its context: the probability that a correct rejection sampler accepts it,
-fixed before the draft is drawn. The accepted count minus sum alpha_i is a martingale;
-harness/engine/metrics.py tests it with Freedman's inequality over a dyadic grid of
-variances (exact level, no normal approximation). The report shows both rates.
+fixed before the draft is drawn; it equals 1 - TV(p, q). The accepted count minus
+sum alpha_i is a martingale; harness/engine/metrics.py tests it with Freedman's inequality
+over a dyadic grid of variances (exact level, no normal approximation). The report shows
+both rates.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ def acceptance(ctx) -> Outcome:
     r = acceptance_test(run.accepted, run.alphas, ctx.alpha, ctx.budget.power)
     passed = r["p_value"] > ctx.alpha
     message = (f"acceptance rate {r['measured']:.4f} measured, {r['expected']:.4f} expected "
-               f"over {r['drafts']} verified drafts (deviation {r['deviation']:+.1f} drafts, "
+               f"(1 - TV(p, q) of each draft's target and draft laws, exact) over "
+               f"{r['drafts']} verified drafts (deviation {r['deviation']:+.1f} drafts, "
                f"threshold {r['threshold']:.1f})")
     return Outcome(passed, message, statistic=r["deviation"], p_value=r["p_value"],
                    alpha=ctx.alpha, samples=r["drafts"],
