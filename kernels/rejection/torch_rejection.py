@@ -3,9 +3,12 @@
 Vectorised over requests and positions (no Python loop over either). Request b owns the
 draft rows t = s_b + i, i < n_b (s_b the exclusive cumulative sum of the draft counts).
 
-* Draws, from one ``torch.Generator`` seeded with ``seed`` on the inputs' device: first
-  u_t ~ Uniform[0, 1) in float64 for every draft row t, then, only when some probabilistic
-  request rejects, e_{b,v} ~ Exp(1) in float64 for every request b and token v.
+* Draws, from one ``torch.Generator`` per request on the inputs' device, seeded with
+  seed 2^32 + b for request b of an int seed, s_b 2^32 for a per-request seed s_b (torch's
+  default generator for an unseeded request), so that a request's draws never depend on its
+  batch-mates: first u_{b,i} ~ Uniform[0, 1) in float64 for each of its positions i < n_b,
+  then, only when some probabilistic request rejects, e_{b,v} ~ Exp(1) in float64 for each
+  token v (a loop over requests, as engines keep a generator per seeded request).
 * Acceptance: a probabilistic request accepts d_t iff u_t q_t(d_t) < p_t(d_t) in float64
   (q = 1 without draft probs); a greedy one iff d_t = argmax p_t (the first maximum).
 * First rejection: A_b = the number of leading accepted positions (a cumulative product of
@@ -21,7 +24,8 @@ kernels/mutants/rejection_mutants.py) can swap one piece and keep the rest.
 
 Memory traffic: two gathered probabilities per draft row; a greedy batch reads the target
 rows once for their argmax; one residual row pair (p, q) per request gathered and raced
-against B x V float64 noise (written and read back): about 4 passes over B x V in float64.
+against B x V float64 noise (written and read back): about 4 passes over B x V in float64;
+2 B small launches for the draws.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from kernels.meta import per_request_seeds
+from kernels.request_seeds import UNSEEDED, request_seeds
 from kernels.sample.torch_race import seeded_generator
 
 
@@ -50,6 +56,33 @@ class Draws(NamedTuple):
 
     uniform: torch.Tensor  # float64 [B]: u at row s_b + A (0 where A = n_b)
     noise: torch.Tensor    # float64 [B, V]: Exp(1) noise of request b's residual race
+
+
+def request_generators(seed, batch: int, device: torch.device
+                       ) -> list[torch.Generator | None]:
+    """One generator per request, seeded with seed 2^32 + b (an int seed) or s_b 2^32
+    (per-request seeds s_b; None, torch's default generator, for an unseeded request)."""
+    seeds = request_seeds(seed, batch, device)
+    keys = [(seed << 32) + b for b in range(batch)] if seeds is None else \
+        [UNSEEDED if s == UNSEEDED else s << 32 for s in seeds.tolist()]
+    return [None if key == UNSEEDED else seeded_generator(device, key) for key in keys]
+
+
+def request_uniforms(generators, num_draft_tokens, device: torch.device) -> torch.Tensor:
+    """float64 [T]: u ~ Uniform[0, 1) for each draft row, request b's n_b from its own
+    generator."""
+    counts = np.asarray(num_draft_tokens, dtype=np.int64).reshape(-1).tolist()
+    parts = [torch.rand(n, dtype=torch.float64, device=device, generator=g)
+             for g, n in zip(generators, counts, strict=True)]
+    return torch.cat(parts) if parts else torch.empty(0, dtype=torch.float64, device=device)
+
+
+def request_noise(generators, shape, device: torch.device) -> torch.Tensor:
+    """float64 [B, V]: Exp(1) noise, row b from request b's generator."""
+    noise = torch.empty(shape, dtype=torch.float64, device=device)
+    for row, generator in enumerate(generators):
+        noise[row].exponential_(generator=generator)
+    return noise
 
 
 def draft_layout(num_draft_tokens, total: int, device: torch.device) -> Layout:
@@ -142,13 +175,13 @@ class Pieces:
 
 
 def rejection_sample(draft_token_ids, num_draft_tokens, draft_probs, target_probs,
-                     bonus_token_ids, greedy, seed: int, pieces: Pieces = Pieces()
+                     bonus_token_ids, greedy, seed, pieces: Pieces = Pieces()
                      ) -> torch.Tensor:
     """Family ``rejection`` built from ``pieces``: int64 [B, max(num_draft_tokens) + 1]."""
     device, total = target_probs.device, target_probs.shape[0]
     layout = pieces.layout(num_draft_tokens, total, device)
-    generator = seeded_generator(device, seed)
-    uniform = torch.rand(total, dtype=torch.float64, device=device, generator=generator)
+    generators = request_generators(seed, layout.counts.numel(), device)
+    uniform = request_uniforms(generators, num_draft_tokens, device)
     drafts = draft_token_ids.to(torch.int64)
     bonus = bonus_token_ids.to(torch.int64)
     if total == 0 or layout.rows.shape[1] == 0:
@@ -170,8 +203,7 @@ def rejection_sample(draft_token_ids, num_draft_tokens, draft_probs, target_prob
     if bool((rejected & ~greedy).any()):
         weights = pieces.residual(target_probs[at], None if draft_probs is None
                                   else draft_probs[at], drafts[at])
-        noise = torch.empty(weights.shape, dtype=torch.float64, device=device)
-        noise.exponential_(generator=generator)
+        noise = request_noise(generators, weights.shape, device)
         draws = Draws(torch.where(rejected, uniform[at], 0.0), noise)
         emitted = torch.where(rejected & ~greedy, pieces.recover(weights, draws), emitted)
     if best is not None:
@@ -179,9 +211,10 @@ def rejection_sample(draft_token_ids, num_draft_tokens, draft_probs, target_prob
     return pieces.assemble(drafts, layout, stop, emitted)
 
 
+@per_request_seeds
 def rejection_torch(draft_token_ids: torch.Tensor, num_draft_tokens, draft_probs,
                     target_probs: torch.Tensor, bonus_token_ids: torch.Tensor,
-                    greedy: torch.Tensor, seed: int) -> torch.Tensor:
+                    greedy: torch.Tensor, seed) -> torch.Tensor:
     """Family ``rejection``: int64 [B, K + 1], K = max(num_draft_tokens, default 0)."""
     return rejection_sample(draft_token_ids, num_draft_tokens, draft_probs, target_probs,
                             bonus_token_ids, greedy, seed)
