@@ -12,6 +12,13 @@ processed logits (reference/processed.py: logits / T, then top-k with ties at th
 kept, then top-p on the renormalised result). The same inputs and seed give the same ids;
 rows are independent, and so are calls with different seeds.
 
+What a seed determines (harness/seeds.py): with an int seed, row r's id depends only
+on (seed, r, row r's logits and settings). A kernel whose metadata says ``"seeds":
+"per-request"`` also takes seed as an int64 [B] tensor on the logits' device, one seed per
+request in [0, 2^31) or -1 for an unseeded request: then row r's id depends only on seed[r]
+and its own row, whatever its position, the batch size and its batch-mates; an unseeded row
+draws anew each call.
+
 The exact validation of every call: the output's type, shape, dtype and device; ids in
 [0, V); never a token whose logit is -inf; greedy rows equal to the argmax. Whether a token
 is kept by top-k and top-p is judged by the checks, against the float64 reference with its
@@ -126,7 +133,8 @@ FAMILY = Family(
     name="sample-logits",
     parameters=("logits", "temperature", "top_k", "top_p", "seed"),
     doc=("fn(logits: float32|bf16|fp16 [B, V], temperature: float32 [B] (0 = greedy), top_k: "
-         "int64 [B], top_p: float32 [B], seed: int in [0, 2^31)) -> int32/int64 [B] token ids: "
+         "int64 [B], top_p: float32 [B], seed: int in [0, 2^31) | int64 [B] per-request seeds, "
+         "-1 unseeded) -> int32/int64 [B] token ids: "
          "one draw from softmax(processed logits), the argmax where temperature is 0"),
     validate=validate_ids,
     output_bytes=lambda inputs: 8 * inputs["logits"].shape[0],

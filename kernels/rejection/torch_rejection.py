@@ -1,14 +1,15 @@
 """torch-rejection: speculative-decoding rejection sampling in plain torch, as engines write it.
 
-Vectorised over requests and positions (no Python loop over either). Request b owns the
-draft rows t = s_b + i, i < n_b (s_b the exclusive cumulative sum of the draft counts).
+Vectorised over requests and positions but for the draws (a loop over requests, each with
+its own generator). Request b owns the draft rows t = s_b + i, i < n_b (s_b the exclusive
+cumulative sum of the draft counts).
 
-* Draws, from one ``torch.Generator`` per request on the inputs' device, seeded with
-  seed 2^32 + b for request b of an int seed, s_b 2^32 for a per-request seed s_b (torch's
-  default generator for an unseeded request), so that a request's draws never depend on its
-  batch-mates: first u_{b,i} ~ Uniform[0, 1) in float64 for each of its positions i < n_b,
-  then, only when some probabilistic request rejects, e_{b,v} ~ Exp(1) in float64 for each
-  token v (a loop over requests, as engines keep a generator per seeded request).
+* Draws, from one ``torch.Generator`` per request on the inputs' device, seeded with a
+  hash of (seed, b) for request b of an int seed, of (s_b, 0) for a per-request seed s_b
+  (torch's default generator for an unseeded request), so a request's draws never depend
+  on its batch-mates: first u_{b,i} ~ Uniform[0, 1) in float64 for each of its positions
+  i < n_b, then, only when some probabilistic request rejects, e_{b,v} ~ Exp(1) in float64
+  for each token v (as engines keep a generator per seeded request).
 * Acceptance: a probabilistic request accepts d_t iff u_t q_t(d_t) < p_t(d_t) in float64
   (q = 1 without draft probs); a greedy one iff d_t = argmax p_t (the first maximum).
 * First rejection: A_b = the number of leading accepted positions (a cumulative product of
@@ -38,7 +39,7 @@ import numpy as np
 import torch
 
 from kernels.meta import per_request_seeds
-from kernels.request_seeds import UNSEEDED, request_seeds
+from kernels.request_seeds import UNSEEDED, request_key, request_seeds
 from kernels.sample.torch_race import seeded_generator
 
 
@@ -60,11 +61,12 @@ class Draws(NamedTuple):
 
 def request_generators(seed, batch: int, device: torch.device
                        ) -> list[torch.Generator | None]:
-    """One generator per request, seeded with seed 2^32 + b (an int seed) or s_b 2^32
-    (per-request seeds s_b; None, torch's default generator, for an unseeded request)."""
+    """One generator per request, seeded with ``request_key(seed, b)`` (an int seed) or
+    ``request_key(s_b, 0)`` (per-request seeds s_b; None, torch's default generator, for an
+    unseeded request)."""
     seeds = request_seeds(seed, batch, device)
-    keys = [(seed << 32) + b for b in range(batch)] if seeds is None else \
-        [UNSEEDED if s == UNSEEDED else s << 32 for s in seeds.tolist()]
+    keys = [request_key(seed, b) for b in range(batch)] if seeds is None else \
+        [UNSEEDED if s == UNSEEDED else request_key(s, 0) for s in seeds.tolist()]
     return [None if key == UNSEEDED else seeded_generator(device, key) for key in keys]
 
 
