@@ -167,14 +167,19 @@ def composed(batch: list[Request], pool: Pool, edits) -> tuple[list[Request], st
     return batch, ", then ".join(names)
 
 
+MODES = {False: "int seed", True: "per-request seeds"}
+
+
 class Moved(Exception):
     """A compared request's output changed."""
 
 
-def run_mode(ctx, adapter: Adapter, per_request: bool, rng: np.random.Generator) -> int:
-    """All trials of one mode; returns the number of request outputs compared. Raises
-    ``Moved`` with the first request whose output changed."""
-    compared = 0
+def run_mode(ctx, adapter: Adapter, per_request: bool, rng: np.random.Generator,
+             tally: dict) -> None:
+    """All trials of one mode, counting the request outputs compared in ``tally[mode]``.
+    Raises ``Moved`` with the first request whose output changed."""
+    mode = MODES[per_request]
+    tally[mode] = 0
     edits = PER_REQUEST_EDITS if per_request else INT_SEED_EDITS
     seeds = ctx.seeds()
     for _ in range(TRIALS.get(ctx.budget.name, TRIALS["quick"])):
@@ -186,9 +191,8 @@ def run_mode(ctx, adapter: Adapter, per_request: bool, rng: np.random.Generator)
         for _ in range(EDITED):
             edited, name = composed(base, pool, edits)
             after = call(ctx, adapter, edited, shape, call_seed, per_request)
-            compared += compare(ctx, adapter, base, before, edited, after, name, shape,
-                                call_seed, per_request)
-    return compared
+            tally[mode] += compare(ctx, adapter, base, before, edited, after, name, shape,
+                                   call_seed, per_request)
 
 
 def call(ctx, adapter: Adapter, batch: list[Request], shape: dict, call_seed: int,
@@ -213,12 +217,8 @@ def compare(ctx, adapter, base, before, edited, after, name, shape, call_seed,
             continue
         compared += 1
         if after[j] != before[i]:
-            again = call(ctx, adapter, base, shape, call_seed, per_request)
+            nondeterministic(ctx, adapter, base, before, shape, call_seed, per_request)
             seed = f"seed {request.seed}" if per_request else f"int seed {call_seed}"
-            if again != before:
-                raise Moved(f"the same batch of {len(base)} requests with the same seeds gave "
-                            f"different outputs on two calls ({seed} at row {i}: "
-                            f"{before[i]} then {again[i]}): the kernel is nondeterministic")
             raise Moved(
                 f"request at row {i} ({seed}{adapter.label(request.content)}) drew {before[i]} "
                 f"in a batch of {len(base)}, but {after[j]} at row {j} of {len(edited)} after: "
@@ -226,19 +226,35 @@ def compare(ctx, adapter, base, before, edited, after, name, shape, call_seed,
     return compared
 
 
+def nondeterministic(ctx, adapter, base, before, shape, call_seed, per_request) -> None:
+    """Call ``base`` again; raise ``Moved`` if a compared (seeded) request's output differs
+    from the first call: the kernel is nondeterministic, or its seeded requests follow the
+    fresh draws of unseeded batch-mates."""
+    again = call(ctx, adapter, base, shape, call_seed, per_request)
+    for i, request in enumerate(base):
+        if (per_request and request.seed == UNSEEDED) or again[i] == before[i]:
+            continue
+        seed = f"seed {request.seed}" if per_request else f"int seed {call_seed}"
+        unseeded = sum(r.seed == UNSEEDED for r in base) if per_request else 0
+        cause = (f"its {unseeded} unseeded batch-mate(s)' fresh draws move it, or the kernel "
+                 "is nondeterministic") if unseeded else "the kernel is nondeterministic"
+        raise Moved(f"the same batch of {len(base)} requests and seeds, called twice, gave "
+                    f"request at row {i} ({seed}{adapter.label(request.content)}) {before[i]} "
+                    f"then {again[i]}: {cause}")
+
+
 def invariance(ctx, adapter: Adapter) -> Outcome:
     """The check: the int-seed mode, then the per-request mode if the kernel declares it."""
     rng = np.random.default_rng(ctx.seed)
     per_request = takes_request_seeds(ctx.kernel.meta)
-    modes = [False, True] if per_request else [False]
-    counts = {}
+    counts: dict[str, int] = {}
     try:
-        for mode in modes:
-            counts["per-request seeds" if mode else "int seed"] = run_mode(ctx, adapter, mode,
-                                                                           rng)
+        for mode in ([False, True] if per_request else [False]):
+            run_mode(ctx, adapter, mode, rng, counts)
     except Moved as moved:
-        mode = "per-request seeds" if len(counts) else "int seed"
+        mode = list(counts)[-1]
         return Outcome(False, f"{mode}: {moved}", samples=sum(counts.values()),
+                       effect="any request whose output moves with its batch (exact)",
                        details={"mode": mode, "compared": counts})
     trials = TRIALS.get(ctx.budget.name, TRIALS["quick"])
     said = "; ".join(f"{mode}: {n} request outputs unchanged over {trials} base batches and "

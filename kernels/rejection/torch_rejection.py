@@ -168,6 +168,7 @@ class Pieces:
     """The swappable steps of the sampler (the defaults make ``rejection_torch``)."""
 
     layout: Callable = draft_layout
+    streams: Callable = request_generators   # (seed, B, device) -> a generator per request
     accept: Callable = acceptance
     greedy: Callable = greedy_choice
     first_rejection: Callable = first_rejection
@@ -182,7 +183,7 @@ def rejection_sample(draft_token_ids, num_draft_tokens, draft_probs, target_prob
     """Family ``rejection`` built from ``pieces``: int64 [B, max(num_draft_tokens) + 1]."""
     device, total = target_probs.device, target_probs.shape[0]
     layout = pieces.layout(num_draft_tokens, total, device)
-    generators = request_generators(seed, layout.counts.numel(), device)
+    generators = pieces.streams(seed, layout.counts.numel(), device)
     uniform = request_uniforms(generators, num_draft_tokens, device)
     drafts = draft_token_ids.to(torch.int64)
     bonus = bonus_token_ids.to(torch.int64)
