@@ -18,12 +18,15 @@ UNSEEDED = -1
 def request_seeds(seed, batch: int, device: torch.device) -> torch.Tensor | None:
     """None for an int seed; the seed tensor itself when it is int64 [batch] on ``device``
     with every entry in [0, 2^31) or -1; otherwise a one-line ValueError naming what is wrong
-    (the entries are read only where the tensor's layout is right: one synchronisation)."""
+    (the entries are read once the layout is right: one synchronisation, skipped while a
+    CUDA graph is being captured, where it is not allowed)."""
     if not isinstance(seed, torch.Tensor):
         return None
     if seed.dtype != torch.int64 or tuple(seed.shape) != (batch,) or seed.device != device:
         raise ValueError(f"per-request seeds must be int64 [{batch}] on {device}, got "
                          f"{seed.dtype} {tuple(seed.shape)} on {seed.device}")
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        return seed
     bad = (seed < UNSEEDED) | (seed >= 2**31)
     if bool(bad.any()):
         row = int(bad.nonzero()[0, 0])

@@ -14,6 +14,8 @@ base call, exactly:
 * per-request seeds (kernels whose metadata says so): every edit, also rows inserted,
   removed anywhere and shuffled, other rows reseeded or made unseeded, and unseeded rows
   inserted; a request's output may depend only on its own seed and row(s).
+  Also, seeds must matter: many copies of one diffuse request with distinct seeds must not
+  all draw the same output (``distinct_seeds``; its false-fail probability is below 2^-377).
 
 No statistics and no alpha: a correct kernel never fails (outputs of unseeded requests,
 legitimately random per call, are never compared). A kernel whose noise moves with the batch
@@ -34,9 +36,11 @@ import numpy as np
 from harness.seeds import SKIPPED, UNSEEDED, request_seeds, takes_request_seeds
 from harness.verdict import Outcome
 
-TRIALS = {"smoke": 2, "quick": 6, "standard": 24, "thorough": 96}   # base batches per mode
+TRIALS = {"smoke": 3, "quick": 8, "standard": 32, "thorough": 128}   # base batches per mode
 EDITED = 4                     # edited batches per base batch
 MAX_BATCH = 8                  # requests in a base batch (edits may add up to 4)
+SPREAD_TOKENS = 63             # distinct_seeds: a uniform law over at least this many outputs
+SPREAD_REQUESTS = 64           # ... drawn by this many copies of one request, distinct seeds
 UNSEEDED_SHARE = 0.25          # per-request mode: share of fresh requests drawn unseeded
 
 
@@ -52,13 +56,16 @@ class Adapter:
     """What a family adds: ``shape(rng)`` draws a trial's shared shape (a dict: V, ...),
     ``fresh(rng, shape)`` one request's content, ``inputs(contents, shape, device)`` the
     call's inputs (every contract argument but the seed), ``outputs(validated, contents)``
-    one hashable output per request, ``label(content)`` a few words on a request."""
+    one hashable output per request, ``label(content)`` a few words on a request;
+    ``spread()``: (shape, content) of a request whose output is uniform over SPREAD_TOKENS
+    values or more."""
 
     shape: Callable
     fresh: Callable
     inputs: Callable
     outputs: Callable
     label: Callable = lambda content: ""
+    spread: Callable | None = None
 
 
 class Pool:
@@ -243,14 +250,38 @@ def nondeterministic(ctx, adapter, base, before, shape, call_seed, per_request) 
                     f"then {again[i]}: {cause}")
 
 
+def distinct_seeds(ctx, adapter: Adapter, rng: np.random.Generator) -> int | None:
+    """Per-request seeds must reach the draws: SPREAD_REQUESTS copies of one request with a
+    uniform law over k >= SPREAD_TOKENS outputs, each with its own seed, all drawing the same
+    output has probability k^-(n-1) <= 63^-63 (about 2^-377) under the contract: far below any
+    false-fail budget, so it is held exact (no alpha spent). A kernel that keys every row by
+    one seed, or by none, draws one output n times. Returns the number of distinct outputs;
+    raises ``Moved``."""
+    if adapter.spread is None:
+        return None
+    shape, content = adapter.spread()
+    seeds = rng.choice(2**31 - 1, size=SPREAD_REQUESTS, replace=False)
+    batch = [Request(i, content, int(s)) for i, s in enumerate(seeds)]
+    outs = call(ctx, adapter, batch, shape, 0, True)
+    if len(set(outs)) == 1:
+        raise Moved(f"{SPREAD_REQUESTS} copies of one request{adapter.label(content)}, whose "
+                    f"output is uniform over {SPREAD_TOKENS} or more values, with "
+                    f"{SPREAD_REQUESTS} distinct seeds all drew {outs[0]}: the per-request "
+                    "seeds do not reach the draws")
+    return len(set(outs))
+
+
 def invariance(ctx, adapter: Adapter) -> Outcome:
     """The check: the int-seed mode, then the per-request mode if the kernel declares it."""
     rng = np.random.default_rng(ctx.seed)
     per_request = takes_request_seeds(ctx.kernel.meta)
     counts: dict[str, int] = {}
+    spread = None
     try:
         for mode in ([False, True] if per_request else [False]):
             run_mode(ctx, adapter, mode, rng, counts)
+        if per_request:
+            spread = distinct_seeds(ctx, adapter, rng)
     except Moved as moved:
         mode = list(counts)[-1]
         return Outcome(False, f"{mode}: {moved}", samples=sum(counts.values()),
@@ -259,6 +290,9 @@ def invariance(ctx, adapter: Adapter) -> Outcome:
     trials = TRIALS.get(ctx.budget.name, TRIALS["quick"])
     said = "; ".join(f"{mode}: {n} request outputs unchanged over {trials} base batches and "
                      f"{trials * EDITED} edited ones" for mode, n in counts.items())
+    if spread is not None:
+        said += (f"; {SPREAD_REQUESTS} copies of one request with distinct seeds drew {spread} "
+                 "distinct outputs")
     if not per_request:
         said += f"; per-request seeds: {SKIPPED}"
     return Outcome(True, said, samples=sum(counts.values()),

@@ -21,13 +21,15 @@ from harness.seeds import SKIPPED, takes_request_seeds
 from suites.batch_invariance import INT_SEED_EDITS, PER_REQUEST_EDITS, Adapter, Pool
 from tests.helpers import cli, verdicts
 
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 GEN = torch.Generator().manual_seed(25)
 PROBS = torch.rand(5, 40, generator=GEN) ** 3
-PROBS /= PROBS.sum(1, keepdim=True)
-LOGITS = torch.randn(5, 40, generator=GEN) * 2
-SETTINGS = (torch.tensor([1.0, 0.7, 0.0, 1.3, 1.0]), torch.tensor([0, 9, 0, 0, 3]),
-            torch.tensor([1.0, 0.9, 1.0, 0.8, 1.0]))
-SEEDS = torch.tensor([5, 7, -1, 9, 2**31 - 1])
+PROBS = (PROBS / PROBS.sum(1, keepdim=True)).to(DEVICE)
+LOGITS = (torch.randn(5, 40, generator=GEN) * 2).to(DEVICE)
+SETTINGS = tuple(s.to(DEVICE) for s in (torch.tensor([1.0, 0.7, 0.0, 1.3, 1.0]),
+                                        torch.tensor([0, 9, 0, 0, 3]),
+                                        torch.tensor([1.0, 0.9, 1.0, 0.8, 1.0])))
+SEEDS = torch.tensor([5, 7, -1, 9, 2**31 - 1], device=DEVICE)
 
 
 def _sample(name):
@@ -60,11 +62,11 @@ def test_project_kernels_declare_per_request_seeds(family, name):
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_a_request_draws_what_its_row_alone_draws_with_its_seed(name):
     draw = KERNELS[name]
-    rows = torch.arange(5)
+    rows = torch.arange(5, device=DEVICE)
     batch = draw(rows, SEEDS).tolist()
     for row in (0, 1, 3, 4):
         assert batch[row] == int(draw(rows[row:row + 1], int(SEEDS[row]))[0]), row
-    shuffled = torch.tensor([4, 0, 3, 1])
+    shuffled = torch.tensor([4, 0, 3, 1], device=DEVICE)
     again = draw(shuffled, SEEDS[shuffled]).tolist()
     assert again == [batch[4], batch[0], batch[3], batch[1]]
 
@@ -78,7 +80,7 @@ def test_a_request_draws_what_its_row_alone_draws_with_its_seed(name):
 ])
 def test_a_bad_seed_tensor_is_one_line(name, bad, words):
     with pytest.raises(ValueError) as error:
-        KERNELS[name](torch.arange(5), bad)
+        KERNELS[name](torch.arange(5, device=DEVICE), bad.to(DEVICE))
     assert words in str(error.value) and "\n" not in str(error.value)
 
 
@@ -89,16 +91,18 @@ def _rejection_batch(counts=(2, 0, 3, 1), vocab=11):
     q /= q.sum(1, keepdim=True)
     p = torch.rand(total, vocab, generator=g) + 0.1
     p /= p.sum(1, keepdim=True)
-    return (torch.multinomial(q, 1, generator=g).squeeze(1), list(counts), q, p,
-            torch.randint(vocab, (len(counts),), generator=g),
-            torch.tensor([False, False, True, False]))
+    drafts = torch.multinomial(q, 1, generator=g).squeeze(1)
+    bonus = torch.randint(vocab, (len(counts),), generator=g)
+    greedy = torch.tensor([False, False, True, False])
+    return (drafts.to(DEVICE), list(counts), q.to(DEVICE), p.to(DEVICE), bonus.to(DEVICE),
+            greedy.to(DEVICE))
 
 
 @pytest.mark.parametrize("name", ["torch-rejection", "triton-rejection"])
 def test_rejection_requests_keep_their_draws_alone_and_reordered(name):
     fn = entries("rejection")[name].load()
     drafts, counts, q, p, bonus, greedy = _rejection_batch()
-    seeds = torch.tensor([11, 12, 13, 14])
+    seeds = torch.tensor([11, 12, 13, 14], device=DEVICE)
     out = fn(drafts, counts, q, p, bonus, greedy, seeds)
     starts = np.cumsum([0, *counts])
     for b, n in enumerate(counts):
@@ -136,3 +140,11 @@ def test_a_kernel_of_one_seed_per_call_gets_the_int_part_and_the_skip_line(tmp_p
     assert verdicts(report) == {"batch_invariance": "pass"}, output
     message = report["checks"][0]["message"]
     assert "int seed:" in message and f"per-request seeds: {SKIPPED}" in message
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_a_seed_tensor_on_another_device_is_one_line(name):
+    with pytest.raises(ValueError) as error:
+        KERNELS[name](torch.arange(5, device=DEVICE),
+                      torch.zeros(5, dtype=torch.int64, device="meta"))
+    assert "on meta" in str(error.value) and "\n" not in str(error.value)

@@ -126,3 +126,16 @@ def shared_generator(drafts, counts, draft_probs, target_probs, bonus, greedy, s
     one generator in batch order."""
     return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
                             pieces=RejectionPieces(streams=_one_stream))
+
+
+@per_request_seeds
+@mutant(("batch_invariance",), "quick",
+        bug="per-request seeds accepted and dropped: every request draws the stream of seed 0 "
+            "as its own, so requests of one prompt all draw the same token whatever their "
+            "seeds (vLLM issue 51226: a request's seed ignored)")
+def request_seeds_dropped(probs, seed):
+    """torch-fp64 (int seeds right) whose per-request rows all draw from seed 0's generator."""
+    if isinstance(seed, torch.Tensor):
+        request_seeds(seed, probs.shape[0], probs.device)
+        seed = torch.zeros_like(seed)
+    return _race64(probs, exponential_noise(probs.shape, torch.float64, probs.device, seed))

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from suites.batch_invariance import Adapter, invariance
+from suites.batch_invariance import SPREAD_TOKENS, Adapter, invariance
 
 pytestmark = pytest.mark.family("rejection")
 
@@ -71,7 +71,20 @@ def label(request: dict) -> str:
             f"V = {request['p'].shape[1]}")
 
 
-ADAPTER = Adapter(shape=shape, fresh=fresh, inputs=inputs, outputs=outputs, label=label)
+def spread() -> tuple[dict, dict]:
+    """One draft, token 0, of target probability 0 (always rejected; q one-hot at it): the
+    recovered token is uniform over the other SPREAD_TOKENS tokens."""
+    vocab = SPREAD_TOKENS + 1
+    p = np.full((1, vocab), 1.0 / SPREAD_TOKENS, np.float32)
+    p[0, 0] = 0.0
+    q = np.zeros((1, vocab), np.float32)
+    q[0, 0] = 1.0
+    return {"V": vocab, "draft_probs": True}, {"drafts": np.zeros(1, np.int64), "q": q, "p": p,
+                                               "bonus": 0, "greedy": False}
+
+
+ADAPTER = Adapter(shape=shape, fresh=fresh, inputs=inputs, outputs=outputs, label=label,
+                  spread=spread)
 
 
 def batch_invariance(ctx):

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from harness.strategies import normalised
-from suites.batch_invariance import Adapter, invariance
+from suites.batch_invariance import SPREAD_TOKENS, Adapter, invariance
 
 pytestmark = pytest.mark.family("sample")
 
@@ -39,8 +39,14 @@ def outputs(ids: torch.Tensor, rows: list) -> list[int]:
     return ids.tolist()
 
 
+def spread() -> tuple[dict, np.ndarray]:
+    """A uniform row over SPREAD_TOKENS + 1 tokens."""
+    vocab = SPREAD_TOKENS + 1
+    return {"V": vocab}, np.full(vocab, 1.0 / vocab, np.float32)
+
+
 ADAPTER = Adapter(shape=shape, fresh=fresh, inputs=inputs, outputs=outputs,
-                  label=lambda row: f", V = {row.size}")
+                  label=lambda row: f", V = {row.size}", spread=spread)
 
 
 def batch_invariance(ctx):

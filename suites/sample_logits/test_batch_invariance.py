@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from harness.families import FAMILIES
-from suites.batch_invariance import Adapter, invariance
+from suites.batch_invariance import SPREAD_TOKENS, Adapter, invariance
 
 pytestmark = pytest.mark.family("sample-logits")
 
@@ -61,7 +61,14 @@ def label(row: tuple) -> str:
     return f", V = {row[0].size}, T = {row[1]:.3g}, top-k {row[2]}, top-p {row[3]:.3g}"
 
 
-ADAPTER = Adapter(shape=shape, fresh=fresh, inputs=inputs, outputs=outputs, label=label)
+def spread() -> tuple[dict, tuple]:
+    """Equal logits over SPREAD_TOKENS + 1 tokens, temperature 1, no filter."""
+    vocab = SPREAD_TOKENS + 1
+    return {"V": vocab}, (np.zeros(vocab, np.float32), 1.0, 0, 1.0)
+
+
+ADAPTER = Adapter(shape=shape, fresh=fresh, inputs=inputs, outputs=outputs, label=label,
+                  spread=spread)
 
 
 def batch_invariance(ctx):
