@@ -148,3 +148,12 @@ def test_a_seed_tensor_on_another_device_is_one_line(name):
         KERNELS[name](torch.arange(5, device=DEVICE),
                       torch.zeros(5, dtype=torch.int64, device="meta"))
     assert "on meta" in str(error.value) and "\n" not in str(error.value)
+
+
+def test_an_empty_input_with_zero_strides_is_guarded():
+    from harness.guard import check_guards, guarded_copy
+    empty = {"draft_token_ids": torch.as_tensor(np.zeros(0, np.int64)),
+             "target_probs": torch.as_tensor(np.zeros((0, 5), np.float32))}
+    assert empty["target_probs"].stride() == (0, 0)
+    fresh, guards = guarded_copy(empty)
+    check_guards(guards, fresh, empty, ())
