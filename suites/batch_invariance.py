@@ -4,9 +4,9 @@ else is in its batch. Shared by families sample, sample-logits and rejection.
 A batch is a list of requests, each its own row(s) of the family's inputs (an ``Adapter``
 draws and assembles them) and, with per-request seeds, its own seed (-1: unseeded). Each
 trial draws a base batch, calls the kernel on it, then calls it on edited copies of it:
-each edited batch applies one to three named edits in turn (``EDITS``). Every request the
-edits left alone (same row(s), same seed, not unseeded) must give the same output as in the
-base call, exactly:
+each edited batch applies one to three named edits in turn (``INT_SEED_EDITS``,
+``PER_REQUEST_EDITS``). Every request the edits left alone (same row(s), same seed, not
+unseeded) must give the same output as in the base call, exactly:
 
 * an int seed (every kernel): the edits that keep a request's row index, since row r's draws
   may depend on (seed, r): rows appended after it, rows removed from the end, other rows'
@@ -38,7 +38,7 @@ from harness.verdict import Outcome
 
 TRIALS = {"smoke": 3, "quick": 8, "standard": 32, "thorough": 128}   # base batches per mode
 EDITED = 4                     # edited batches per base batch
-MAX_BATCH = 8                  # requests in a base batch (edits may add up to 4)
+MAX_BATCH = 8                  # requests in a base batch (three edits may add up to 12)
 SPREAD_TOKENS = 63             # distinct_seeds: a uniform law over at least this many outputs
 SPREAD_REQUESTS = 64           # ... drawn by this many copies of one request, distinct seeds
 UNSEEDED_SHARE = 0.25          # per-request mode: share of fresh requests drawn unseeded

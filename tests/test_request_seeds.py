@@ -18,6 +18,7 @@ import torch
 
 from harness.registry import entries, role_of
 from harness.seeds import SKIPPED, takes_request_seeds
+from kernels.sample.triton_inverse_cdf import inverse_cdf
 from suites.batch_invariance import INT_SEED_EDITS, PER_REQUEST_EDITS, Adapter, Pool
 from tests.helpers import cli, verdicts
 
@@ -46,6 +47,8 @@ KERNELS = {f"sample/{n}": _sample(n) for n in ("torch-fp64", "torch-fp32",
                                                "torch-multinomial", "triton-exact")}
 KERNELS.update({f"sample-logits/{n}": _sample_logits(n)
                 for n in ("torch-sample-logits", "triton-sample-logits")})
+KERNELS["sample/triton-inverse-cdf"] = (      # not registered: its own tests couple it
+    lambda rows, seed: inverse_cdf(PROBS[rows].clone(), seed))
 
 
 @pytest.mark.parametrize("family,name", [("sample", "torch-fp64"), ("sample", "torch-fp32"),
