@@ -42,16 +42,6 @@ def fresh_for_unseeded(seeds: torch.Tensor) -> torch.Tensor:
     return torch.where(seeds == UNSEEDED, fresh, seeds)
 
 
-def request_key(seed: int, request: int) -> int:
-    """A 63-bit generator seed for request ``request`` of seed ``seed``: splitmix64's
-    finaliser of seed 2^32 + request, so that its low 32 bits (all that torch's CPU generator
-    keeps) differ for every pair too, up to chance (2^-32)."""
-    z = ((seed << 32) + request + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
-    return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFFFFF
-
-
 def row_generators(seeds: torch.Tensor) -> list[torch.Generator | None]:
     """One generator per request, seeded by its seed; None (torch's default generator) for
     an unseeded one. One synchronisation (the seeds are read on the host)."""

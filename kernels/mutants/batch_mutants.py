@@ -105,14 +105,20 @@ def top_k_sorted_rows(logits, temperature, top_k, top_p, seed):
         noise=lambda shape, device, s: _top_k_sorted_noise(shape, device, s, order)))
 
 
-def _one_stream(seed, batch: int, device: torch.device) -> list:
-    """One generator shared by every request (per-request seeds: the first seeded one's),
-    drawn request after request."""
-    seeds = request_seeds(seed, batch, device)
+def _one_generator(seed, layout, device: torch.device):
+    """torch-rejection's draws from one generator for the batch (per-request seeds: the
+    first seeded request's): the uniforms of every draft row in flat order, then the noise of
+    every request's residual row after them."""
+    seeds = request_seeds(seed, layout.counts.numel(), device)
     if seeds is not None:
         seeded = [g for g in row_generators(seeds) if g is not None]
-        return [seeded[0] if seeded else None] * batch
-    return [seeded_generator(device, seed)] * batch
+        generator = seeded[0] if seeded else None
+    else:
+        generator = seeded_generator(device, seed)
+    total = int(layout.counts.sum())
+    uniform = torch.rand(total, dtype=torch.float64, device=device, generator=generator)
+    return uniform, lambda shape: torch.empty(shape, dtype=torch.float64, device=device
+                                              ).exponential_(generator=generator)
 
 
 @per_request_seeds
@@ -125,7 +131,7 @@ def shared_generator(drafts, counts, draft_probs, target_probs, bonus, greedy, s
     """torch-rejection drawing every request's uniforms, then every residual's noise, from
     one generator in batch order."""
     return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
-                            pieces=RejectionPieces(streams=_one_stream))
+                            pieces=RejectionPieces(draws=_one_generator))
 
 
 @per_request_seeds

@@ -1,15 +1,13 @@
 """torch-rejection: speculative-decoding rejection sampling in plain torch, as engines write it.
 
-Vectorised over requests and positions but for the draws (a loop over requests, each with
-its own generator). Request b owns the draft rows t = s_b + i, i < n_b (s_b the exclusive
-cumulative sum of the draft counts).
+Vectorised over requests and positions (no Python loop over either). Request b owns the
+draft rows t = s_b + i, i < n_b (s_b the exclusive cumulative sum of the draft counts).
 
-* Draws, from one ``torch.Generator`` per request on the inputs' device, seeded with a
-  hash of (seed, b) for request b of an int seed, of (s_b, 0) for a per-request seed s_b
-  (torch's default generator for an unseeded request), so a request's draws never depend
-  on its batch-mates: first u_{b,i} ~ Uniform[0, 1) in float64 for each of its positions
-  i < n_b, then, only when some probabilistic request rejects, e_{b,v} ~ Exp(1) in float64
-  for each token v (as engines keep a generator per seeded request).
+* Draws, from one counter-based stream per request (kernels/counter_uniforms.py: keyed by
+  (seed, b) for an int seed, by its own seed s_b per request, fresh for an unseeded one), so
+  a request's draws never depend on its batch-mates: u_{b,i} in (0, 1) in float64 (53 bits)
+  for each of its positions i < n_b, and, only when some probabilistic request rejects,
+  e_{b,v} = -log u'_{b,v} ~ Exp(1) in float64 for each token v.
 * Acceptance: a probabilistic request accepts d_t iff u_t q_t(d_t) < p_t(d_t) in float64
   (q = 1 without draft probs); a greedy one iff d_t = argmax p_t (the first maximum).
 * First rejection: A_b = the number of leading accepted positions (a cumulative product of
@@ -25,8 +23,8 @@ kernels/mutants/rejection_mutants.py) can swap one piece and keep the rest.
 
 Memory traffic: two gathered probabilities per draft row; a greedy batch reads the target
 rows once for their argmax; one residual row pair (p, q) per request gathered and raced
-against B x V float64 noise (written and read back): about 4 passes over B x V in float64;
-2 B small launches for the draws.
+against B x V float64 noise (written and read back, made from about 8 passes of int64
+temporaries of B x V): about 12 passes over B x V in 8-byte words.
 """
 
 from __future__ import annotations
@@ -38,9 +36,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from kernels.counter_uniforms import request_keys, uniforms
 from kernels.meta import per_request_seeds
-from kernels.request_seeds import UNSEEDED, request_key, request_seeds
-from kernels.sample.torch_race import seeded_generator
 
 
 class Layout(NamedTuple):
@@ -59,32 +56,24 @@ class Draws(NamedTuple):
     noise: torch.Tensor    # float64 [B, V]: Exp(1) noise of request b's residual race
 
 
-def request_generators(seed, batch: int, device: torch.device
-                       ) -> list[torch.Generator | None]:
-    """One generator per request, seeded with ``request_key(seed, b)`` (an int seed) or
-    ``request_key(s_b, 0)`` (per-request seeds s_b; None, torch's default generator, for an
-    unseeded request)."""
-    seeds = request_seeds(seed, batch, device)
-    keys = [request_key(seed, b) for b in range(batch)] if seeds is None else \
-        [UNSEEDED if s == UNSEEDED else request_key(s, 0) for s in seeds.tolist()]
-    return [None if key == UNSEEDED else seeded_generator(device, key) for key in keys]
+NOISE_INDEX = 2**20    # stream draws of the residual noise: NOISE_INDEX + v (positions < 2^20)
 
 
-def request_uniforms(generators, num_draft_tokens, device: torch.device) -> torch.Tensor:
-    """float64 [T]: u ~ Uniform[0, 1) for each draft row, request b's n_b from its own
-    generator."""
-    counts = np.asarray(num_draft_tokens, dtype=np.int64).reshape(-1).tolist()
-    parts = [torch.rand(n, dtype=torch.float64, device=device, generator=g)
-             for g, n in zip(generators, counts, strict=True)]
-    return torch.cat(parts) if parts else torch.empty(0, dtype=torch.float64, device=device)
+def counter_draws(seed, layout: Layout, device: torch.device):
+    """(u float64 [T], noise(shape) -> float64 [B, V]): request b's uniform at position i is
+    draw i of its stream, its residual noise for token v is -log of draw NOISE_INDEX + v
+    (kernels/counter_uniforms.py: a stream per request, keyed by (seed, b) or its own seed)."""
+    batch = layout.counts.numel()
+    keys = request_keys(seed, batch, device)
+    owner = torch.repeat_interleave(torch.arange(batch, device=device), layout.counts)
+    position = torch.arange(owner.numel(), device=device) - layout.starts[owner]
+    uniform = uniforms(keys[owner], position)
 
+    def noise(shape) -> torch.Tensor:
+        tokens = torch.arange(shape[1], dtype=torch.int64, device=device)
+        return -torch.log(uniforms(keys[:, None], NOISE_INDEX + tokens[None, :]))
 
-def request_noise(generators, shape, device: torch.device) -> torch.Tensor:
-    """float64 [B, V]: Exp(1) noise, row b from request b's generator."""
-    noise = torch.empty(shape, dtype=torch.float64, device=device)
-    for row, generator in enumerate(generators):
-        noise[row].exponential_(generator=generator)
-    return noise
+    return uniform, noise
 
 
 def draft_layout(num_draft_tokens, total: int, device: torch.device) -> Layout:
@@ -168,7 +157,7 @@ class Pieces:
     """The swappable steps of the sampler (the defaults make ``rejection_torch``)."""
 
     layout: Callable = draft_layout
-    streams: Callable = request_generators   # (seed, B, device) -> a generator per request
+    draws: Callable = counter_draws   # (seed, layout, device) -> (u [T], noise(shape))
     accept: Callable = acceptance
     greedy: Callable = greedy_choice
     first_rejection: Callable = first_rejection
@@ -183,8 +172,7 @@ def rejection_sample(draft_token_ids, num_draft_tokens, draft_probs, target_prob
     """Family ``rejection`` built from ``pieces``: int64 [B, max(num_draft_tokens) + 1]."""
     device, total = target_probs.device, target_probs.shape[0]
     layout = pieces.layout(num_draft_tokens, total, device)
-    generators = pieces.streams(seed, layout.counts.numel(), device)
-    uniform = request_uniforms(generators, num_draft_tokens, device)
+    uniform, noise_of = pieces.draws(seed, layout, device)
     drafts = draft_token_ids.to(torch.int64)
     bonus = bonus_token_ids.to(torch.int64)
     if total == 0 or layout.rows.shape[1] == 0:
@@ -206,7 +194,7 @@ def rejection_sample(draft_token_ids, num_draft_tokens, draft_probs, target_prob
     if bool((rejected & ~greedy).any()):
         weights = pieces.residual(target_probs[at], None if draft_probs is None
                                   else draft_probs[at], drafts[at])
-        noise = request_noise(generators, weights.shape, device)
+        noise = noise_of(weights.shape)
         draws = Draws(torch.where(rejected, uniform[at], 0.0), noise)
         emitted = torch.where(rejected & ~greedy, pieces.recover(weights, draws), emitted)
     if best is not None:
