@@ -1,4 +1,5 @@
-"""torch-rejection: speculative-decoding rejection sampling in plain torch, as engines write it.
+"""torch-rejection: speculative-decoding rejection sampling in plain torch, as engines write it
+(but for its draws: a counter-based stream per request, where engines keep a generator).
 
 Vectorised over requests and positions (no Python loop over either). Request b owns the
 draft rows t = s_b + i, i < n_b (s_b the exclusive cumulative sum of the draft counts).
