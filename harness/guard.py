@@ -81,6 +81,9 @@ def guarded_copy(inputs: dict) -> tuple[dict, list[Guarded]]:
 
 
 def _bytes(tensor: torch.Tensor) -> torch.Tensor:
+    """The bytes of ``tensor`` (an empty one may carry zero strides, as numpy gives it)."""
+    if tensor.numel() == 0:
+        return torch.empty(0, dtype=torch.uint8, device=tensor.device)
     return tensor.reshape(-1).view(torch.uint8)
 
 

@@ -104,6 +104,9 @@ def role_of(fn, name: str = "") -> dict:
     if not isinstance(meta, dict) or meta.get("role") not in ROLES:
         raise HarnessError(f"kernel {label!r}: its sampling_harness attribute must be a dict "
                            f"with role in {ROLES}, got {meta!r:.80}")
+    if meta.get("seeds", "per-call") not in ("per-call", "per-request"):
+        raise HarnessError(f"kernel {label!r}: seeds must be 'per-call' or 'per-request', "
+                           f"got {meta['seeds']!r:.40}")
     if meta["role"] == "mutant":
         if not meta.get("caught_by") or meta.get("budget") not in BUDGET_NAMES:
             raise HarnessError(f"mutant {label!r} must name the checks that catch it "

@@ -31,6 +31,7 @@ from harness.families import FAMILIES, Family
 from harness.guard import check_guards, guarded_copy
 from harness.isolation import CapturedStdout, TorchState
 from harness.loader import Kernel
+from harness.seeds import described
 
 POISONS = (0x7F, 0xA5)             # byte patterns of the two poisoned calls of ``call_twice``
 CUDA_LARGE_POISON = 64 << 20       # a large-pool block (outputs above 1 MB come from here)
@@ -191,14 +192,16 @@ class Runner:
     def family(self) -> Family:
         return FAMILIES[self.kernel.family]
 
-    def call(self, inputs: dict, seed: int, poison: int = POISONS[0],
+    def call(self, inputs: dict, seed, poison: int = POISONS[0],
              thorough: bool = False):
         """One validated call of the kernel on a fresh copy of ``inputs`` (the contract's
-        arguments but the seed, already on the device); returns the family's validated
+        arguments but the seed, already on the device); ``seed`` an int, or per-request
+        seeds (an int64 tensor, copied for the call); returns the family's validated
         output. Every misbehaviour raises ``KernelFailure``."""
         family = self.family
         started = time.perf_counter()
         fresh, guards = guarded_copy(inputs)
+        call_seed = seed.clone() if isinstance(seed, torch.Tensor) else seed
         self.guard_seconds += time.perf_counter() - started
         poison_allocator(self.device, poison, family.output_bytes(inputs), thorough)
         outcome: dict[str, object] = {}
@@ -207,7 +210,7 @@ class Runner:
         def call() -> None:
             try:
                 with fill:
-                    outcome["output"] = family.call(self.kernel.fn, fresh, seed)
+                    outcome["output"] = family.call(self.kernel.fn, fresh, call_seed)
                     _synchronize(self.device)
             except BaseException as exc:  # reported, never swallowed
                 outcome["error"] = exc
@@ -223,7 +226,7 @@ class Runner:
         if thread.is_alive():
             fill.restore()
             raise KernelFailure(f"call did not return within {self.timeout:g} s "
-                                f"({_shape_note(inputs)}, seed={seed})")
+                                f"({_shape_note(inputs)}, {described(seed)})")
         if "error" in outcome:
             exc = outcome["error"]
             raise KernelFailure(f"raised {type(exc).__name__}: {_first_line(exc)}"[:300])
@@ -281,7 +284,7 @@ def _demand_equal(first: torch.Tensor, second: torch.Tensor, seed: int, inputs: 
             f"0x{POISONS[0]:02X} and 0x{POISONS[1]:02X}: {int(differ.sum())} of "
             f"{first.numel()} values differ, first at {where} ({first[where].item()} vs "
             f"{second[where].item()}): an unwritten output slot, or a nondeterministic "
-            f"kernel (seed {seed}, {_shape_note(inputs)})")
+            f"kernel ({described(seed)}, {_shape_note(inputs)})")
 
 
 def _shape_note(inputs: dict) -> str:

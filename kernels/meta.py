@@ -43,3 +43,11 @@ def baseline(shipped_by: str, must_fail: dict | None = None, may_fail: dict | No
             "may_fail": {device: list(checks) for device, checks in (may_fail or {}).items()}}
         return fn
     return mark
+
+
+def per_request_seeds(fn):
+    """Mark a function (of any role; put it above ``mutant``/``baseline``) as taking
+    per-request seeds: an int64 [B] ``seed`` tensor as well as an int."""
+    fn.sampling_harness = {**getattr(fn, "sampling_harness", {"role": "kernel"}),
+                           "seeds": "per-request"}
+    return fn

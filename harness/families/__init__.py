@@ -64,9 +64,11 @@ class Family:
     def signature(self) -> str:
         return f"fn({', '.join(self.parameters)})"
 
-    def call(self, fn: Callable, inputs: dict, seed: int):
-        """Call ``fn`` positionally, in the contract's order; ``seed`` goes where the
-        contract has one (a family without randomness ignores it)."""
+    def call(self, fn: Callable, inputs: dict, seed):
+        """Call ``fn`` positionally, in the contract's order; ``seed`` (an int, or per-request
+        seeds: harness/seeds.py) goes where the contract has one (a family without
+        randomness ignores it); the family's options go by keyword, and only where the
+        inputs hold them."""
         return fn(*(seed if name == "seed" else inputs[name] for name in self.parameters),
                   **{name: inputs[name] for name in self.options if name in inputs})
 

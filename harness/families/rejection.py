@@ -15,6 +15,14 @@ the residual max(p - q, 0), normalised; after n accepted drafts the bonus token 
 greedy request accepts d iff d = argmax p (lowest index on ties) and emits that argmax at
 the first mismatch. Same inputs and seed, same output; requests are independent.
 
+What a seed determines (harness/seeds.py): with an int seed, request b's output
+depends only on (seed, b, its own drafts, draft and target rows, bonus token and greedy
+flag), not on its batch-mates (their draft counts included). A kernel whose metadata says
+``"seeds": "per-request"`` also takes seed as an int64 [B] tensor on the target's device, one
+seed per request in [0, 2^31) or -1 for an unseeded request: then request b's output
+depends only on seed[b] and its own rows, whatever its position, the batch size and its
+batch-mates; an unseeded request draws anew each call.
+
 Read-only inputs: all of them (the target probs feed the engine's logprobs afterwards).
 """
 
@@ -237,7 +245,8 @@ FAMILY = Family(
                 "bonus_token_ids", "greedy", "seed"),
     doc=("fn(draft_token_ids: int64 [T], num_draft_tokens: list[int] (B, sum T), "
          "draft_probs: float32 [T, V] | None, target_probs: float32 [T, V], "
-         "bonus_token_ids: int64 [B], greedy: bool [B], seed: int in [0, 2^31)) -> "
+         "bonus_token_ids: int64 [B], greedy: bool [B], seed: int in [0, 2^31) | int64 [B] "
+         "per-request seeds, -1 unseeded) -> "
          "int32/int64 [B, max(num_draft_tokens) + 1]: accepted drafts, one recovered or bonus "
          "token, then -1"),
     validate=validate_output,

@@ -4,6 +4,12 @@ Contract: ``fn(probs, seed) -> ids``. probs: float32 [B, V], contiguous, rows >=
 1 (zeros allowed), a fresh copy each call (the kernel may overwrite it); seed: int in
 [0, 2^31). Returns int32/int64 [B] on probs' device; the same (probs, seed) give the same ids.
 
+What a seed determines (harness/seeds.py): with an int seed, row r's id depends only
+on (seed, r, probs[r]). A kernel whose metadata says ``"seeds": "per-request"`` also takes
+seed as an int64 [B] tensor on probs' device, one seed per request in [0, 2^31) or -1 for an
+unseeded request: then row r's id depends only on (seed[r], probs[r]), whatever its position,
+the batch size and its batch-mates' rows and seeds; an unseeded row draws anew each call.
+
 Read-only inputs: none. probs may be overwritten; a write past its ends fails the call
 (harness/guard.py).
 """
@@ -111,8 +117,9 @@ def bench_probs(shape: str, device: torch.device) -> dict:
 FAMILY = Family(
     name="sample",
     parameters=("probs", "seed"),
-    doc=("fn(probs: float32 [B, V] contiguous, rows >= 0 summing to 1, seed: int in [0, 2^31))"
-         " -> int32/int64 [B] token ids on probs.device; same (probs, seed) -> same ids"),
+    doc=("fn(probs: float32 [B, V] contiguous, rows >= 0 summing to 1, seed: int in [0, 2^31)"
+         " | int64 [B] per-request seeds, -1 unseeded) -> int32/int64 [B] token ids on "
+         "probs.device; row r's id depends only on (seed, r, probs[r]), or (seed[r], probs[r])"),
     validate=lambda ids, inputs: validate_ids(ids, inputs["probs"]),
     output_bytes=lambda inputs: 8 * inputs["probs"].shape[0],
     draws=lambda inputs: inputs["probs"].numel(),

@@ -31,6 +31,13 @@ every vocabulary, is what a zero-filled output holds, and keeps the contract's o
 single tensor (a ``valid`` flag, FlashInfer's later answer, would change every kernel's
 return type). An engine that must tell such rows apart checks its logits, which it owns.
 
+What a seed determines (harness/seeds.py): with an int seed, row r's id depends only
+on (seed, r, row r's logits and settings). A kernel whose metadata says ``"seeds":
+"per-request"`` also takes seed as an int64 [B] tensor on the logits' device, one seed per
+request in [0, 2^31) or -1 for an unseeded request: then row r's id depends only on seed[r]
+and its own row, whatever its position, the batch size and its batch-mates; an unseeded row
+draws anew each call.
+
 The exact validation of every call: the output's type, shape, dtype and device; ids in
 [0, V); the sentinel at invalid rows; never a token whose logit is -inf; greedy rows equal
 to the argmax. Whether a token
@@ -167,10 +174,11 @@ FAMILY = Family(
     name="sample-logits",
     parameters=("logits", "temperature", "top_k", "top_p", "seed"),
     doc=("fn(logits: float32|bf16|fp16 [B, V], temperature: float32 [B] (0 = greedy), top_k: "
-         "int64 [B], top_p: float32 [B], seed: int in [0, 2^31), *, min_p: float32 [B] in "
-         "[0, 1] (optional; passed only when some row uses it)) -> int32/int64 [B] token ids: "
-         "one draw from softmax(processed logits), the argmax where temperature is 0; id 0 "
-         "at a row holding a NaN or +inf or nothing finite, its batch-mates unaffected"),
+         "int64 [B], top_p: float32 [B], seed: int in [0, 2^31) | int64 [B] per-request seeds, "
+         "-1 unseeded, *, min_p: float32 [B] in [0, 1] (optional; passed only when some row "
+         "uses it)) -> int32/int64 [B] token ids: one draw from softmax(processed logits), the "
+         "argmax where temperature is 0; id 0 at a row holding a NaN or +inf or nothing "
+         "finite, its batch-mates unaffected"),
     validate=validate_ids,
     output_bytes=lambda inputs: 8 * inputs["logits"].shape[0],
     draws=lambda inputs: inputs["logits"].numel(),

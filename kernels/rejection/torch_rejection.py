@@ -1,11 +1,14 @@
-"""torch-rejection: speculative-decoding rejection sampling in plain torch, as engines write it.
+"""torch-rejection: speculative-decoding rejection sampling in plain torch, as engines write it
+(but for its draws: a counter-based stream per request, where engines keep a generator).
 
 Vectorised over requests and positions (no Python loop over either). Request b owns the
 draft rows t = s_b + i, i < n_b (s_b the exclusive cumulative sum of the draft counts).
 
-* Draws, from one ``torch.Generator`` seeded with ``seed`` on the inputs' device: first
-  u_t ~ Uniform[0, 1) in float64 for every draft row t, then, only when some probabilistic
-  request rejects, e_{b,v} ~ Exp(1) in float64 for every request b and token v.
+* Draws, from one counter-based stream per request (kernels/counter_uniforms.py: keyed by
+  (seed, b) for an int seed, by its own seed s_b per request, fresh for an unseeded one), so
+  a request's draws never depend on its batch-mates: u_{b,i} in (0, 1) in float64 (53 bits)
+  for each of its positions i < n_b, and, only when some probabilistic request rejects,
+  e_{b,v} = -log u'_{b,v} ~ Exp(1) in float64 for each token v.
 * Acceptance: a probabilistic request accepts d_t iff u_t q_t(d_t) < p_t(d_t) in float64
   (q = 1 without draft probs); a greedy one iff d_t = argmax p_t (the first maximum).
 * First rejection: A_b = the number of leading accepted positions (a cumulative product of
@@ -21,7 +24,8 @@ kernels/mutants/rejection_mutants.py) can swap one piece and keep the rest.
 
 Memory traffic: two gathered probabilities per draft row; a greedy batch reads the target
 rows once for their argmax; one residual row pair (p, q) per request gathered and raced
-against B x V float64 noise (written and read back): about 4 passes over B x V in float64.
+against B x V float64 noise (written and read back, made from about 8 passes of int64
+temporaries of B x V): about 12 passes over B x V in 8-byte words.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from kernels.sample.torch_race import seeded_generator
+from kernels.counter_uniforms import request_keys, uniforms
+from kernels.meta import per_request_seeds
 
 
 class Layout(NamedTuple):
@@ -50,6 +55,26 @@ class Draws(NamedTuple):
 
     uniform: torch.Tensor  # float64 [B]: u at row s_b + A (0 where A = n_b)
     noise: torch.Tensor    # float64 [B, V]: Exp(1) noise of request b's residual race
+
+
+NOISE_INDEX = 2**20    # stream draws of the residual noise: NOISE_INDEX + v (positions < 2^20)
+
+
+def counter_draws(seed, layout: Layout, device: torch.device):
+    """(u float64 [T], noise(shape) -> float64 [B, V]): request b's uniform at position i is
+    draw i of its stream, its residual noise for token v is -log of draw NOISE_INDEX + v
+    (kernels/counter_uniforms.py: a stream per request, keyed by (seed, b) or its own seed)."""
+    batch = layout.counts.numel()
+    keys = request_keys(seed, batch, device)
+    owner = torch.repeat_interleave(torch.arange(batch, device=device), layout.counts)
+    position = torch.arange(owner.numel(), device=device) - layout.starts[owner]
+    uniform = uniforms(keys[owner], position)
+
+    def noise(shape) -> torch.Tensor:
+        tokens = torch.arange(shape[1], dtype=torch.int64, device=device)
+        return -torch.log(uniforms(keys[:, None], NOISE_INDEX + tokens[None, :]))
+
+    return uniform, noise
 
 
 def draft_layout(num_draft_tokens, total: int, device: torch.device) -> Layout:
@@ -133,6 +158,7 @@ class Pieces:
     """The swappable steps of the sampler (the defaults make ``rejection_torch``)."""
 
     layout: Callable = draft_layout
+    draws: Callable = counter_draws   # (seed, layout, device) -> (u [T], noise(shape))
     accept: Callable = acceptance
     greedy: Callable = greedy_choice
     first_rejection: Callable = first_rejection
@@ -142,13 +168,12 @@ class Pieces:
 
 
 def rejection_sample(draft_token_ids, num_draft_tokens, draft_probs, target_probs,
-                     bonus_token_ids, greedy, seed: int, pieces: Pieces = Pieces()
+                     bonus_token_ids, greedy, seed, pieces: Pieces = Pieces()
                      ) -> torch.Tensor:
     """Family ``rejection`` built from ``pieces``: int64 [B, max(num_draft_tokens) + 1]."""
     device, total = target_probs.device, target_probs.shape[0]
     layout = pieces.layout(num_draft_tokens, total, device)
-    generator = seeded_generator(device, seed)
-    uniform = torch.rand(total, dtype=torch.float64, device=device, generator=generator)
+    uniform, noise_of = pieces.draws(seed, layout, device)
     drafts = draft_token_ids.to(torch.int64)
     bonus = bonus_token_ids.to(torch.int64)
     if total == 0 or layout.rows.shape[1] == 0:
@@ -170,8 +195,7 @@ def rejection_sample(draft_token_ids, num_draft_tokens, draft_probs, target_prob
     if bool((rejected & ~greedy).any()):
         weights = pieces.residual(target_probs[at], None if draft_probs is None
                                   else draft_probs[at], drafts[at])
-        noise = torch.empty(weights.shape, dtype=torch.float64, device=device)
-        noise.exponential_(generator=generator)
+        noise = noise_of(weights.shape)
         draws = Draws(torch.where(rejected, uniform[at], 0.0), noise)
         emitted = torch.where(rejected & ~greedy, pieces.recover(weights, draws), emitted)
     if best is not None:
@@ -179,9 +203,10 @@ def rejection_sample(draft_token_ids, num_draft_tokens, draft_probs, target_prob
     return pieces.assemble(drafts, layout, stop, emitted)
 
 
+@per_request_seeds
 def rejection_torch(draft_token_ids: torch.Tensor, num_draft_tokens, draft_probs,
                     target_probs: torch.Tensor, bonus_token_ids: torch.Tensor,
-                    greedy: torch.Tensor, seed: int) -> torch.Tensor:
+                    greedy: torch.Tensor, seed) -> torch.Tensor:
     """Family ``rejection``: int64 [B, K + 1], K = max(num_draft_tokens, default 0)."""
     return rejection_sample(draft_token_ids, num_draft_tokens, draft_probs, target_probs,
                             bonus_token_ids, greedy, seed)

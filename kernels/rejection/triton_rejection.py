@@ -10,14 +10,16 @@ probs), raced exactly as triton-exact races row b of a [B, V] probs: ``race_bits
 of kernels.sample.triton_race gives the very words. A greedy request walks its positions in
 order, each an argmax of p_i (the first maximum); A = the first mismatch, which emits that
 argmax. At A = n_b the bonus token follows. Slot j holds d_j (j < A), the emitted token
-(j = A), then -1.
+(j = A), then -1. With per-request seeds (an int64 [B] ``seed``), request b's counters are
+those of request 0 keyed by its own seed (kernels/triton_seeds.py): its draws depend on its
+seed alone, not on its place in the batch.
 
 Memory traffic per request: its drafts and two gathered probabilities per position
 (16 n bytes), one residual row pair p_A, q_A read once where it rejects (8 V bytes, 4 V
 without draft probs) plus one chunk re-read (2 * 4 * 4Q bytes); a greedy request reads one
 target row per position up to its first mismatch (4 V (A + 1) bytes at most); the output row
 (8 (K + 1) bytes). Rows that do not race or walk have every load masked off. No noise in
-memory.
+memory. Per-request seeds: 8 bytes per request and use read.
 """
 
 import os
@@ -27,6 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.meta import per_request_seeds
 from kernels.sample.triton_race import (
     chunk_noise,
     chunk_probs,
@@ -34,6 +37,7 @@ from kernels.sample.triton_race import (
     quarter_width,
     race_chunk,
 )
+from kernels.triton_seeds import philox_key, seed_argument
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 ACCEPT_BIT = tl.constexpr(1 << 60)   # acceptance words: counters b 2^20 + i with bit 60 set
@@ -44,9 +48,11 @@ GPU_TILE = 2048                      # columns (4 Q per request) per program on 
 
 @triton.jit
 def accept_words(seed, requests, positions):
-    """(hi, lo): the two Philox words of the acceptance uniform of each (request, position)."""
-    counter = (requests.to(tl.int64) << 20)[:, None] + positions + ACCEPT_BIT
-    hi, lo, _, _ = tl.randint4x(seed, counter)
+    """(hi, lo): the two Philox words of the acceptance uniform of each (request, position)
+    (per-request seeds: keyed by the request's seed, as request 0)."""
+    key, request = philox_key(seed, requests[:, None])
+    counter = (request.to(tl.int64) << 20) + positions + ACCEPT_BIT
+    hi, lo, _, _ = tl.randint4x(key, counter)
     return hi, lo
 
 
@@ -227,14 +233,17 @@ def _check(draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_t
     return counts
 
 
+@per_request_seeds
 def rejection_exact(draft_token_ids: torch.Tensor, num_draft_tokens, draft_probs,
                     target_probs: torch.Tensor, bonus_token_ids: torch.Tensor,
-                    greedy: torch.Tensor, seed: int) -> torch.Tensor:
-    """Family ``rejection``: int64 [B, K + 1], K = max(num_draft_tokens, default 0)."""
+                    greedy: torch.Tensor, seed) -> torch.Tensor:
+    """Family ``rejection``: int64 [B, K + 1], K = max(num_draft_tokens, default 0).
+    ``seed``: an int, or int64 [B] per-request seeds."""
     counts = _check(draft_token_ids, num_draft_tokens, draft_probs, target_probs,
                     bonus_token_ids, greedy)
     batch, width = counts.size, int(counts.max(initial=0))
     device = target_probs.device
+    seed = seed_argument(seed, batch, device)
     out = torch.empty((batch, width + 1), dtype=torch.int64, device=device)
     if batch == 0:
         return out

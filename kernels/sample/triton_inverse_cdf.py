@@ -16,9 +16,10 @@ an id past V.
 
 Memory traffic: probs read once (4 B V bytes) plus one chunk per row re-read (4 B W), chunk
 sums written and read back (16 B V / W), ids written (8 B bytes). No noise beyond one Philox
-counter per row. A row may be split over S programs (runs of chunks) for occupancy; the last
-of them, by a ticket per row block (kernels/split_scratch.py), finishes the row: one launch,
-capturable in a CUDA graph (call it once before capture so the scratch exists).
+counter per row (per-request seeds: counter 0 keyed by the row's seed, 8 B B read). A row
+may be split over S programs (runs of chunks) for occupancy; the last of them, by a ticket
+per row block (kernels/split_scratch.py), finishes the row: one launch, capturable in a CUDA
+graph (call it once before capture so the scratch exists).
 """
 
 import os
@@ -27,8 +28,10 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.meta import per_request_seeds
 from kernels.sample.triton_race import float32_rows
 from kernels.split_scratch import multiprocessors, split_scratch
+from kernels.triton_seeds import philox_key, seed_argument
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 GPU_WARPS, GPU_PROGRAMS_PER_SM, GPU_STAGES = 4, 1, 3   # launch knobs (swept on a GPU)
@@ -41,8 +44,10 @@ GPU_CHUNK = 0    # chunk width override for sweeps (0: chunk_width(V))
 @triton.jit
 def row_uniform(seed, rows):
     """u in [0, 1) with 53 random bits: (a 2^21 + (b >> 11)) 2^-53 for Philox words (a, b)
-    of counter ``row``; exactly representable, so u < 1."""
-    a, b, _, _ = tl.randint4x(seed, rows.to(tl.int64))
+    of counter ``row`` (per-request seeds: the row's seed, counter 0); exactly
+    representable, so u < 1."""
+    key, row = philox_key(seed, rows)
+    a, b, _, _ = tl.randint4x(key, row.to(tl.int64))
     hi = a.to(tl.float64) * 2097152.0                  # 2^21
     lo = (b >> 11).to(tl.float64)
     return (hi + lo) * 1.1102230246251565e-16          # 2^-53
@@ -134,11 +139,14 @@ def _launch_shape(batch: int, vocab: int, device: torch.device):
     return 1, min(triton.cdiv(vocab, w), max(1, wanted)), GPU_WARPS
 
 
-def inverse_cdf(probs: torch.Tensor, seed: int) -> torch.Tensor:
-    """Family ``sample``: one token id per row of ``probs`` (float32 [B, V]), as int64.
-    One kernel launch, no host synchronisation: capturable in a CUDA graph."""
+@per_request_seeds
+def inverse_cdf(probs: torch.Tensor, seed) -> torch.Tensor:
+    """Family ``sample``: one token id per row of ``probs`` (float32 [B, V]), as int64;
+    ``seed`` an int or int64 [B] per-request seeds. One kernel launch, no host
+    synchronisation: capturable in a CUDA graph."""
     probs = float32_rows(probs)
     batch, vocab = probs.shape
+    seed = seed_argument(seed, batch, probs.device)
     w = chunk_width(vocab)
     chunks = triton.cdiv(vocab, w)
     block_r, splits, warps = _launch_shape(batch, vocab, probs.device)

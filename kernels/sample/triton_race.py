@@ -13,11 +13,14 @@ words, the main words of columns 4Qc + Qk + j (k = 0..3); a second word (bit 62 
 x, the uniform's distance from the nearer end of (0, 1), wherever x < 2^-20. So q resolves
 down to 2^-65 (float32 ``exponential_``: 2^-24, float64: 2^-53) and up to 44. Q depends on V
 alone: block sizes, splits and warps never change the draws.
+With per-request seeds (an int64 [B] ``seed``), row r's counters are those of row 0 keyed by
+its own seed (kernels/triton_seeds.py): its draws depend on its seed alone, not on its row.
 
 Memory traffic: probs read once (4 B V bytes) plus one chunk per row and split re-read
 (4 B S 4Q bytes), ids written (8 B bytes); with S > 1 splits, 12 B S bytes of partial
 winners written and read back by the row's last program (a ticket per row block). One
-launch per call. No noise tensor in memory.
+launch per call. No noise tensor in memory. Per-request seeds: 8 B per row and program read
+(an int seed: none).
 """
 
 import os
@@ -26,7 +29,9 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.meta import per_request_seeds
 from kernels.split_scratch import multiprocessors, split_scratch
+from kernels.triton_seeds import philox_key, seed_argument
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 REFINE_BELOW = tl.constexpr(4096)      # main words within 2^12 of either end get 32 more bits
@@ -101,8 +106,9 @@ def chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q: tl.constexpr):
 @triton.jit
 def chunk_noise(seed, rows, chunk, n_chunks):
     """One Exp(1) per (row, chunk), from two Philox words (64 bits) in their own counters."""
-    counter = rows.to(tl.int64) * n_chunks + chunk + CHUNK_BIT
-    word, refine, _, _ = tl.randint4x(seed, counter)
+    key, row = philox_key(seed, rows)
+    counter = row.to(tl.int64) * n_chunks + chunk + CHUNK_BIT
+    word, refine, _, _ = tl.randint4x(key, counter)
     upper, x_int = fold(word)
     return exponential(upper, x_int, (refine.to(tl.float32) + 0.5) * 2.3283064365386963e-10)
 
@@ -115,8 +121,9 @@ def race_chunk(seed, rows, winner, n_chunks, p0, p1, p2, p3, BLOCK: tl.constexpr
     refined near the ends of (0, 1). Returns the winning column (the earliest on a tie)."""
     col0 = winner * 4 * Q
     j = tl.arange(0, Q)
-    counter = rows.to(tl.int64)[:, None] * (n_chunks * Q) + (winner * Q)[:, None] + j[None, :]
-    w0, w1, w2, w3 = tl.randint4x(seed, counter)
+    key, row = philox_key(seed, rows[:, None])
+    counter = row.to(tl.int64) * (n_chunks * Q) + (winner * Q)[:, None] + j[None, :]
+    w0, w1, w2, w3 = tl.randint4x(key, counter)
     u0, x0 = fold(w0)
     u1, x1 = fold(w1)
     u2, x2 = fold(w2)
@@ -127,7 +134,7 @@ def race_chunk(seed, rows, winner, n_chunks, p0, p1, p2, p3, BLOCK: tl.constexpr
     t3 = t0
     near = tl.minimum(tl.minimum(x0, x1), tl.minimum(x2, x3))
     if tl.min(near) < REFINE_BELOW:  # rare: refinement bits are made for few chunks
-        r0, r1, r2, r3 = tl.randint4x(seed, counter | REFINE_BIT)
+        r0, r1, r2, r3 = tl.randint4x(key, counter | REFINE_BIT)
         t0 = tail_bits(r0, x0)
         t1 = tail_bits(r1, x1)
         t2 = tail_bits(r2, x2)
@@ -272,11 +279,14 @@ def float32_rows(probs: torch.Tensor) -> torch.Tensor:
     return probs.contiguous()
 
 
-def race_exact(probs: torch.Tensor, seed: int) -> torch.Tensor:
+@per_request_seeds
+def race_exact(probs: torch.Tensor, seed) -> torch.Tensor:
     """Family ``sample``: one token id per row of ``probs`` (float32 [B, V]), as int64.
-    One kernel launch, no host synchronisation: capturable in a CUDA graph."""
+    ``seed``: an int, or int64 [B] per-request seeds (kernels/triton_seeds.py). One kernel
+    launch, no host synchronisation: capturable in a CUDA graph."""
     probs = float32_rows(probs)
     batch, vocab = probs.shape
+    seed = seed_argument(seed, batch, probs.device)
     q = quarter_width(vocab)
     chunks = triton.cdiv(vocab, 4 * q)
     block_r, splits, warps = _launch_shape(batch, vocab, probs.device)

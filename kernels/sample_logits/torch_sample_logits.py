@@ -9,7 +9,8 @@ The sort-based path most engines ship:
   cumulative sum, over the entries min-p kept);
 * weights w = exp(z - max z) over the kept entries in float32, 0 where masked;
 * token = argmax w / q with q ~ Exp(1) iid in float64 (torch's ``exponential_`` from a
-  generator seeded by the call's seed): the race picks i with probability w_i / sum w, and
+  generator seeded by the call's seed, or one generator per row seeded by its request's seed
+  with per-request seeds): the race picks i with probability w_i / sum w, and
   float64 noise resolves the lower tail to about 2^-53, so rare tokens win at their rate;
 * rows with temperature 0: the argmax of x, the lowest index on ties (no noise);
 * invalid rows (a NaN or +inf, or no finite logit: the row max is not finite) get the
@@ -33,15 +34,16 @@ import torch
 
 from kernels.logprobs.torch_logprobs import Pieces as Processing
 from kernels.logprobs.torch_logprobs import kept_entries, upcast
-from kernels.sample.torch_race import seeded_generator
+from kernels.meta import per_request_seeds
+from kernels.sample.torch_race import exponential_noise
 
 NEG_INF = float("-inf")
 
 
-def exponential64(shape, device: torch.device, seed: int) -> torch.Tensor:
-    """float64 Exp(1) variates from a generator seeded by ``seed``."""
-    noise = torch.empty(shape, dtype=torch.float64, device=device)
-    return noise.exponential_(generator=seeded_generator(device, seed))
+def exponential64(shape, device: torch.device, seed) -> torch.Tensor:
+    """float64 Exp(1) variates from a generator seeded by ``seed`` (an int; or per-request
+    seeds, int64 [B]: row by row, each from its request's generator)."""
+    return exponential_noise(shape, torch.float64, device, seed)
 
 
 def race(weights: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
@@ -122,8 +124,9 @@ def sample_logits_with(logits, temperature, top_k, top_p, seed: int,
     return pieces.invalid(x, pieces.greedy(x, temperature, sampled))
 
 
+@per_request_seeds
 def sample_logits_torch(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,
-                        top_p: torch.Tensor, seed: int, min_p: torch.Tensor | None = None
+                        top_p: torch.Tensor, seed, min_p: torch.Tensor | None = None
                         ) -> torch.Tensor:
     """Family ``sample-logits``: one token id per row, as int64 [B]."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed, min_p=min_p)

@@ -12,7 +12,8 @@ Top-k and top-p each keep a set {x >= c} of the row (ties with the boundary kept
 threshold c per row describes the processed row; the draw is then an exponential race over
 the kept tokens in log space: token = argmax_{x_j >= c} (x_j / T - log q_j), q_j ~ Exp(1)
 (Gumbel-max with exact exponentials keyed by (row, column): kernels/sample_logits/race_noise.py;
-no row max, no softmax in memory).
+no row max, no softmax in memory). Per-request seeds (an int64 [B] ``seed``): row r's noise
+is keyed by its own seed alone, one 8-byte seed load per row and use (kernels/triton_seeds.py).
 
 Three launches serve every row, with no host synchronisation (capturable in a CUDA graph):
 
@@ -44,9 +45,11 @@ import triton.language as tl
 
 from kernels.logprobs.torch_logprobs import kept_entries
 from kernels.sample_logits.race_noise import finite_or_masked
+from kernels.meta import per_request_seeds
 from kernels.sample_logits.triton_row_fallback import fallback_race, race_columns
 from kernels.sample_logits.triton_top_k_select import select_race
 from kernels.split_scratch import multiprocessors
+from kernels.triton_seeds import seed_argument
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 KMAX, TOP_P_CANDIDATES, GROUPS = 1024, 256, 1024
@@ -242,14 +245,17 @@ def fold_min_p(logits: torch.Tensor, t: torch.Tensor, k: torch.Tensor, min_p: to
     return torch.where((min_p > 0) & (t > 0), folded, k).contiguous()
 
 
+@per_request_seeds
 def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,
-                         top_p: torch.Tensor, seed: int, min_p: torch.Tensor | None = None
+                         top_p: torch.Tensor, seed, min_p: torch.Tensor | None = None
                          ) -> torch.Tensor:
-    """Family ``sample-logits``: one token id per row, as int64 [B] (paths: module doc)."""
+    """Family ``sample-logits``: one token id per row, as int64 [B] (paths: module doc).
+    ``seed``: an int, or int64 [B] per-request seeds (kernels/triton_seeds.py)."""
     if logits.dim() != 2 or logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
         raise ValueError(f"logits must be float32, bfloat16 or float16 [B, V], got "
                          f"{logits.dtype} {tuple(logits.shape)}")
     batch, vocab = logits.shape
+    seed = seed_argument(seed, batch, logits.device)
     if batch == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)
     logits = logits.contiguous()
