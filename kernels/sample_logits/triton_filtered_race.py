@@ -44,8 +44,8 @@ import triton
 import triton.language as tl
 
 from kernels.logprobs.torch_logprobs import kept_entries
-from kernels.sample_logits.race_noise import finite_or_masked
 from kernels.meta import per_request_seeds
+from kernels.sample_logits.race_noise import finite_or_masked
 from kernels.sample_logits.triton_row_fallback import fallback_race, race_columns
 from kernels.sample_logits.triton_top_k_select import select_race
 from kernels.split_scratch import multiprocessors
