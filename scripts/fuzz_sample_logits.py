@@ -4,7 +4,7 @@ dtypes, temperatures including 0, top-k and top-p at and around their boundaries
 drawn on the candidates (KMAX = 1024, NUCLEUS_GROUPS = 256: greedy, top-k and top-p-alone
 rows selected and raced in ``_select_race``) must equal those of the whole-row fallback
 (KMAX = 0, NUCLEUS_GROUPS = 1: x_(k) and the top-p threshold by bisection over the row) and
-those of the host path (torch's sorted kept set, then the full-row race), seed by seed: the
+those of ``sorted_race`` (torch's sorted kept set, then the race in torch), seed by seed: the
 noise is keyed by (row, column), so equal kept sets give equal ids. Prints each mismatching
 row (dtype, V, T, k, p, the ids and their logits) and the count.
 Usage: python3 scripts/fuzz_sample_logits.py [--examples N] [--seed S] [--max-vocab V]"""
@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 import kernels.sample_logits.triton_filtered_race as race
 import kernels.sample_logits.triton_top_k_select as select
 from harness.strategies.logits import sampling_tables
+from kernels.sample_logits.race_noise import sorted_race
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--examples", type=int, default=100)
@@ -25,7 +26,6 @@ parser.add_argument("--max-vocab", type=int, default=4099)
 args = parser.parse_args()
 device = "cuda" if torch.cuda.is_available() else "cpu"
 mismatches = []
-host_rows = race.HOST_PATH_ROWS
 
 
 @seed(args.seed)
@@ -42,10 +42,7 @@ def compare(table):
         race.KMAX, select.NUCLEUS_GROUPS = 0, 1
         whole_row = race.sample_logits_triton(x, t, k, p, s)
         race.KMAX, select.NUCLEUS_GROUPS = 1024, 256
-        race.HOST_PATH_ROWS = 0
-        host = race.sample_logits_triton(x, t, k, p, s)
-        race.HOST_PATH_ROWS = host_rows
-        for name, other in (("whole row", whole_row), ("host", host)):
+        for name, other in (("whole row", whole_row), ("sorted", sorted_race(x, t, k, p, s))):
             for row in (fast != other).nonzero()[:, 0].tolist():
                 a, b = int(fast[row]), int(other[row])
                 mismatches.append(row)

@@ -1,12 +1,13 @@
-"""triton-logprobs on a GPU: the unpruned kernel (PRUNE = False) against the pruned one (PRUNE =
-True) at the benchmark shapes (raw_logprobs, fp32), with requested ids ``top`` (one sampled
-id and the row's 20 largest logits, as engines ask) and ``random`` (K uniform ids), timed
+"""triton-logprobs on a GPU: its unpruned loop (prune_limit -1) against its default rule (the
+pruned loop for ids that are the row's largest) at the benchmark shapes (raw_logprobs,
+fp32), with requested ids ``top`` (one sampled id and the row's 20 largest logits, as
+engines ask) and ``random`` (K uniform ids), timed
 like ``sampling-harness bench`` (median of device-event times, fresh inputs, flushed L2;
 eager and CUDA-graph replay, which leaves out the host's launch cost) against the floor
 (logits read once + 12 B K) at the measured copy bandwidth; the two kernels' ranks must be
 equal and their values within float32 rounding. With --sweep, each kernel also over its
-launch shape: BLOCK, warps per program, programs per SM (rows split into chunks to
-reach it) and the pruned loops' pipeline stages (1: not pipelined); values
+launch (``Launch``): BLOCK, warps per program, programs per SM (rows split into chunks to
+reach it) and the loops' pipeline stages (1: not pipelined); values
 and ranks never depend on these, and each setting's ranks are checked equal to
 torch-logprobs'. CUDA only.
 Usage: python3 scripts/sweep_logprobs.py [--sweep] [--quick] [--pruned]
@@ -15,8 +16,10 @@ Usage: python3 scripts/sweep_logprobs.py [--sweep] [--quick] [--pruned]
 
 import itertools
 import sys
+from dataclasses import replace
 
 import torch
+import triton
 
 import kernels.logprobs.triton_logprobs as tl_logprobs
 from harness.bench import copy_bandwidth, median_ms
@@ -25,16 +28,16 @@ from kernels.logprobs.torch_logprobs import logprobs_torch
 
 SHAPES = FAMILY.bench.gpu_shapes      # 256x151936x21 and 32x128256x21, ids top and random
 BLOCKS, WARPS, PER_SM = (512, 1024, 2048, 4096), (4, 8, 16), (2, 3, 4, 6, 8)
-STAGES = (tl_logprobs.GPU_STAGES,)
+STAGES = (tl_logprobs.GPU.stages,)
 if "--quick" in sys.argv:
     BLOCKS, WARPS, PER_SM = (1024, 2048), (4, 8), (2, 4, 8)
 if "--grid" in sys.argv:
     parts = [tuple(int(v) for v in part.split(","))
              for part in sys.argv[sys.argv.index("--grid") + 1].split(";")]
     BLOCKS, WARPS, PER_SM, STAGES = (parts + [STAGES])[:4]
-DEFAULT = (tl_logprobs.GPU_BLOCK, tl_logprobs.GPU_WARPS, tl_logprobs.GPU_PROGRAMS_PER_SM,
-           tl_logprobs.GPU_STAGES)
-KERNELS = {"unpruned": False, "pruned": True}
+DEFAULT = (tl_logprobs.GPU.block, tl_logprobs.GPU.warps, tl_logprobs.GPU_PROGRAMS_PER_SM,
+           tl_logprobs.GPU.stages)
+KERNELS = {"unpruned": -1, "pruned": None}        # the launch's prune_limit
 
 device = torch.device("cuda")
 bandwidth = copy_bandwidth(device)
@@ -42,17 +45,26 @@ torch.manual_seed(0)
 cases = {shape: bench_batch(shape, device) for shape in SHAPES}
 
 
-def timed(prune: bool, setting: tuple, inputs: dict, graph: bool) -> float:
-    tl_logprobs.PRUNE = prune
-    (tl_logprobs.GPU_BLOCK, tl_logprobs.GPU_WARPS, tl_logprobs.GPU_PROGRAMS_PER_SM,
-     tl_logprobs.GPU_STAGES) = setting
-    return median_ms(lambda work, _: tl_logprobs.logprobs_triton(**work), inputs, 30, graph)
+def launch(limit, setting: tuple, inputs: dict) -> tl_logprobs.Launch:
+    block, warps, per_sm, stages = setting
+    splits = triton.cdiv(per_sm * torch.cuda.get_device_properties(device).multi_processor_count,
+                         inputs["logits"].shape[0])
+    return replace(tl_logprobs.GPU, block=block, warps=warps, splits=splits, stages=stages,
+                   prune_limit=limit)
+
+
+def run(limit, setting: tuple, inputs: dict):
+    return tl_logprobs.logprobs_launch(**inputs, launch=launch(limit, setting, inputs))
+
+
+def timed(limit, setting: tuple, inputs: dict, graph: bool) -> float:
+    return median_ms(lambda work, _: run(limit, setting, work), inputs, 30, graph)
 
 
 def row(shape, name, setting, inputs):
     """Print one table row; return the faster of the eager and the graph median."""
-    batch, vocab = inputs["logits"].shape
-    splits = tl_logprobs._launch_shape(batch, vocab, inputs["token_ids"].shape[1], device)[3]
+    vocab = inputs["logits"].shape[1]
+    splits = tl_logprobs.split_columns(vocab, setting[0], launch(None, setting, inputs).splits)[0]
     eager = timed(KERNELS[name], setting, inputs, False)
     replay = timed(KERNELS[name], setting, inputs, True)
     floor_ms = FAMILY.bench.floor_bytes(inputs) / bandwidth * 1e3
@@ -70,15 +82,14 @@ header = ("| B x V x K:ids | kernel | BLOCK | warps | programs/SM | stages | S |
 print(header)
 for shape, inputs in cases.items():
     outputs = {}
-    for name, prune in KERNELS.items():
+    for name, limit in KERNELS.items():
         row(shape, name, DEFAULT, inputs)
-        tl_logprobs.PRUNE = prune
-        outputs[name] = tl_logprobs.logprobs_triton(**inputs)
+        outputs[name] = run(limit, DEFAULT, inputs)
     (v0, r0), (v1, r1) = outputs.values()
     _, r_torch = logprobs_torch(**inputs)
     assert torch.equal(r0, r_torch) and torch.equal(r1, r_torch), f"{shape}: ranks differ"
     assert torch.allclose(v0, v1, rtol=1e-6, atol=1e-5), f"{shape}: values differ"
-print("pruned, unpruned and torch-logprobs: equal ranks, values within 1e-5, at every shape")
+print("pruned, unpruned loop and torch-logprobs: equal ranks, values within 1e-5, at every shape")
 
 if "--sweep" in sys.argv:
     print("\n" + header)
@@ -90,7 +101,7 @@ if "--sweep" in sys.argv:
                 if setting[0] < 128 * setting[1]:   # 4 adjacent elements per thread at least
                     continue
                 ms = row(shape, name, setting, inputs)
-                assert torch.equal(tl_logprobs.logprobs_triton(**inputs)[1], torch_ranks), \
+                assert torch.equal(run(KERNELS[name], setting, inputs)[1], torch_ranks), \
                     f"{shape} {name} {setting}: ranks differ from torch-logprobs'"
                 if (shape, name) not in best or ms < best[shape, name][0]:
                     best[shape, name] = ms, setting
