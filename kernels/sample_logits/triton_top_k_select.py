@@ -44,7 +44,7 @@ from kernels.split_scratch import split_scratch
 
 CMAX = tl.constexpr(2048)      # candidates a row may gather
 GPU_SMALL, CPU_SMALL = 128, 16  # up to this many candidates: thresholds by rank (an N x N
-# tile; a CPU program holds many rows, so smaller), else by bisection
+# tile a row; a program of many rows, on a CPU, smaller), else by bisection
 TILE, CPU_TILE = 4096, 1024    # entries of the selected groups read per step (GPU, CPU)
 CPU_NUMEL = 1 << 20            # a CPU program's widest tensor (Triton's limit): its rows
 SCRATCH_BYTES = 1 << 28        # the scratch of one launch (the rows beyond take more launches)
@@ -285,7 +285,7 @@ def select_race(logits, maxima, masses, width, temperature, top_k, top_p, kmax, 
     batch, vocab = logits.shape
     count = maxima.shape[1]
     device = logits.device
-    small, gp, gb, nmax = tiers(vocab, count, width, device)
+    small, gp, gb, nmax = tiers(vocab, count, width, device, block_r)
     ids = torch.empty(batch, dtype=torch.int64, device=device)
     unresolved = torch.empty(batch, dtype=torch.int8, device=device)
     per_launch = scratch_rows(gp, block_r, batch)
@@ -302,22 +302,24 @@ def select_race(logits, maxima, masses, width, temperature, top_k, top_p, kmax, 
     return ids, unresolved
 
 
-def tiers(vocab: int, groups: int, width: int, device: torch.device) -> tuple[int, ...]:
+def tiers(vocab: int, groups: int, width: int, device: torch.device, block_r: int
+          ) -> tuple[int, ...]:
     """(SMALL, GP, GB, NMAX) of ``_select_race``: the most candidates ranked by an N x N
-    comparison, the group count and the groups read per step as powers of two, and the
-    width of the bisection's tensors (a row never holds more than V candidates)."""
+    comparison (GPU_SMALL with one row a program, as on a GPU), the group count and the
+    groups read per step as powers of two, and the width of the bisection's tensors (a row
+    never holds more than V candidates)."""
     cuda = device.type == "cuda"
     gp = triton.next_power_of_2(groups)
     gb = max(1, min(gp, (TILE if cuda else CPU_TILE) // width))
     nmax = min(CMAX.value, triton.next_power_of_2(vocab))
-    return (GPU_SMALL if cuda else CPU_SMALL), gp, gb, nmax
+    return (GPU_SMALL if block_r == 1 else CPU_SMALL), gp, gb, nmax
 
 
 def cpu_rows(batch: int, vocab: int, groups: int, width: int) -> int:
     """Rows a CPU program of ``_select_race`` holds: as many as keep its widest tensor
     within CPU_NUMEL entries (the interpreter pays per program and per reduction, little
     per entry)."""
-    small, gp, gb, nmax = tiers(vocab, groups, width, torch.device("cpu"))
+    small, gp, gb, nmax = tiers(vocab, groups, width, torch.device("cpu"), 2)
     widest = max(small * small, gp, gb * width, nmax)
     return max(1, min(triton.next_power_of_2(batch), CPU_NUMEL // widest))
 
