@@ -282,8 +282,8 @@ def request_layout(counts: np.ndarray, device: torch.device) -> torch.Tensor:
     if capturing:
         raise RuntimeError(
             f"triton-rejection: call it once outside the CUDA graph capture with these "
-            f"num_draft_tokens (B = {counts.size} <= {HELD_REQUESTS}): their device copy "
-            f"is made outside the graph")
+            f"num_draft_tokens (B = {counts.size}, at most {HELD_REQUESTS} requests): their "
+            f"device copy is made outside the graph")
     layout = host.pin_memory().to(device, non_blocking=True)
     if key is not None:
         event = torch.cuda.Event()
