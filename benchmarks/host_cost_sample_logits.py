@@ -35,7 +35,7 @@ def main() -> None:
         "select_race (allocs + launch)": lambda: select_race(
             x, maxima, masses, width, t, k, p, race.KMAX, 1, 1, 4),
         "fallback_race (launch, no row flagged)": lambda: fallback_race(
-            x, t, k, p, unresolved, ids, 1, False),
+            x, t, k, p, unresolved, ids, 1),
         "whole call": lambda: race.sample_logits_triton(x, t, k, p, 1),
     }
     print(f"{torch.cuda.get_device_name(dev)}, {batch} x {vocab}, host microseconds per step "

@@ -212,3 +212,22 @@ def test_padding_mutant_reads_last_entry():
     padding = inputs["token_ids"] < 0
     last = inputs["logits"][:, -1:].expand_as(values)
     assert torch.equal(values[padding], last[padding])
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="counts Triton's compiled kernels (the "
+                    "interpreter compiles none)")
+def test_triton_compiles_once_per_bucket_of_k():
+    """K = 14 .. 21 (one bucket: 16 + 4 + 1 keys) add at most one compiled kernel per mode,
+    whatever K each call brings; the ranks stay torch-logprobs'."""
+    from kernels.logprobs.triton_logprobs import _logprobs_kernel
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 3000, generator=g).to(DEVICE)
+    ones = torch.ones(4, device=DEVICE)
+    settings = (ones, torch.zeros(4, dtype=torch.int64, device=DEVICE), ones)
+    compiled = _logprobs_kernel.device_caches[torch.cuda.current_device()][0]
+    before = len(compiled)
+    for k in range(14, 22):
+        ids = torch.randint(3000, (4, k), generator=g).to(DEVICE)
+        _, ranks = logprobs_triton(x, ids, "raw_logprobs", *settings)
+        assert torch.equal(ranks, logprobs_torch(x, ids, "raw_logprobs", *settings)[1])
+    assert len(compiled) - before <= 1

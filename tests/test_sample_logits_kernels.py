@@ -12,6 +12,7 @@ from harness.errors import KernelFailure
 from harness.families.sample_logits import validate_ids
 from harness.strategies.logits import sampling_tables
 from kernels.logprobs.torch_logprobs import kept_entries, upcast
+from kernels.sample_logits.race_noise import sorted_race
 from kernels.sample_logits.torch_sample_logits import Pieces, sample_logits_torch, with_min_p
 from kernels.sample_logits.triton_filtered_race import sample_logits_triton
 from reference.processed import process, processed_probs
@@ -87,9 +88,9 @@ def flag_counter(monkeypatch) -> list:
     import kernels.sample_logits.triton_filtered_race as race
     counts, inner = [], race.fallback_race
 
-    def counted(logits, t, k, p, unresolved, ids, seed, interpret):
+    def counted(logits, t, k, p, unresolved, ids, seed):
         counts.append(int(unresolved.sum()))
-        inner(logits, t, k, p, unresolved, ids, seed, interpret)
+        inner(logits, t, k, p, unresolved, ids, seed)
     monkeypatch.setattr(race, "fallback_race", counted)
     return counts
 
@@ -112,12 +113,12 @@ def test_triton_candidate_and_full_row_races_draw_the_same_ids(monkeypatch):
 
 
 @pytest.mark.parametrize("rows_per_program", [1, 32] if DEVICE == "cpu" else [1])
-def test_triton_device_selection_agrees_with_the_host_path_on_hard_rows(monkeypatch,
-                                                                       rows_per_program):
+def test_triton_device_selection_agrees_with_the_sorted_race_on_hard_rows(monkeypatch,
+                                                                         rows_per_program):
     """The device path (group maxima, candidates >= the k-th largest group max, bisections for
     x_(k) and the top-p threshold) against the whole-row fallback (KMAX = 0: bisections over
-    the row) and the host path (torch-logprobs' sorted kept set, then the full-row race) on
-    rows built to break it: bf16 ties at and across
+    the row) and ``sorted_race`` (torch-logprobs' sorted kept set, then the race in torch on
+    the kernel's noise) on rows built to break it: bf16 ties at and across
     the top-k boundary, ties straddling top-p, -inf groups, fewer finite entries than k,
     greedy rows with tied maxima in different groups, k = 1 and k = V - 1, top_p 0 and just
     under 1, and rows of equal logits whose candidates overflow the scratch. Same noise, so
@@ -126,7 +127,7 @@ def test_triton_device_selection_agrees_with_the_host_path_on_hard_rows(monkeypa
     rows all take the bisection (interpreter only: a GPU program holds one row, and the N x N
     tile of 32 rows does not compile in reasonable time)."""
     import kernels.sample_logits.triton_filtered_race as race
-    monkeypatch.setattr(race, "select_rows", lambda batch, device: (rows_per_program, 4))
+    monkeypatch.setattr(race, "select_rows", lambda batch, vocab, device: (rows_per_program, 4))
     g = torch.Generator().manual_seed(11)
     vocab, rows = 5000, 24
     x = (torch.randn(rows, vocab, generator=g) * 2).to(torch.bfloat16).double()
@@ -150,32 +151,11 @@ def test_triton_device_selection_agrees_with_the_host_path_on_hard_rows(monkeypa
         slow = race.sample_logits_triton(**inputs, seed=seed)
         monkeypatch.setattr(race, "KMAX", 1024)
         assert torch.equal(fast, slow), (fast != slow).nonzero()[:, 0].tolist()
-        host = host_path(race, monkeypatch, inputs, seed)
-        assert torch.equal(fast, host), (fast != host).nonzero()[:, 0].tolist()
+        want = sorted_race(**inputs, seed=seed)
+        assert torch.equal(fast, want), (fast != want).nonzero()[:, 0].tolist()
         greedy = inputs["temperature"] == 0          # on the device either way: the argmax
         expected = inputs["logits"].float().argmax(dim=1)
         assert torch.equal(fast[greedy], expected[greedy])
-
-
-def host_path(race, monkeypatch, inputs, seed):
-    """The ids of the interpreter's host path (the whole batch on it)."""
-    with monkeypatch.context() as patch:
-        patch.setattr(race, "HOST_PATH_ROWS", 0)
-        return race.sample_logits_triton(**inputs, seed=seed)
-
-
-def test_triton_host_path_in_chunks_and_past_the_host_path_rows(monkeypatch):
-    """The host path in chunks of three rows, and a batch over HOST_PATH_ROWS (host path
-    whole), draw the ids of the device path: chunking bounds the float32 copies, never the
-    draws."""
-    import kernels.sample_logits.triton_filtered_race as race
-    g = torch.Generator().manual_seed(4)
-    x = torch.randn(10, 700, generator=g) * 3
-    inputs = batch(x.double().numpy(), [0.9, 0.0] * 5, [0, 7] * 5, [0.8, 1.0] * 5)
-    device = race.sample_logits_triton(**inputs, seed=2)
-    monkeypatch.setattr(race, "HOST_CHUNK_BYTES", 3 * 4 * 700)
-    monkeypatch.setattr(race, "HOST_PATH_ROWS", 0)
-    assert torch.equal(race.sample_logits_triton(**inputs, seed=2), device)
 
 
 @pytest.mark.parametrize("rows_per_program", [1, 2] if DEVICE == "cpu" else [1])
@@ -187,7 +167,7 @@ def test_triton_device_path_in_several_launches_draws_the_ids_of_one(monkeypatch
     (a launch keyed by its own row 0 would repeat the draws of the first rows)."""
     import kernels.sample_logits.triton_filtered_race as race
     import kernels.sample_logits.triton_top_k_select as select
-    monkeypatch.setattr(race, "select_rows", lambda batch, device: (rows_per_program, 4))
+    monkeypatch.setattr(race, "select_rows", lambda batch, vocab, device: (rows_per_program, 4))
     g = torch.Generator().manual_seed(5)
     x = (torch.randn(1, 600, generator=g) * 0.5).repeat(11, 1)    # one row, eleven times
     inputs = batch(x.double().numpy(), [1.0] * 10 + [0.0], [40] * 11, [0.95] * 11)
@@ -233,11 +213,11 @@ def nucleus_rows(vocab: int = 4000) -> dict:
                  [0, vocab, 0, 0, 0, vocab, 0, 0], [0.9, 0.99, 0.5, 0.95, 0.35, 0.0, 0.99, 0.6])
 
 
-def test_triton_top_p_alone_on_the_candidates_the_fallback_and_the_host_agree(monkeypatch):
+def test_triton_top_p_alone_on_the_candidates_the_fallback_and_a_sort_agree(monkeypatch):
     """Top-p alone, three ways, the same ids row by row: the candidates of the NUCLEUS_GROUPS
     largest group maxima with the row's mass from the group masses (when they reach top_p),
     the whole-row fallback (NUCLEUS_GROUPS = 1: one group's candidates with their ties hold
-    only the sets of rows 2, 4 and 5), and the host path (a sort under a full logsumexp).
+    only the sets of rows 2, 4 and 5), and ``sorted_race`` (a sort, then torch's race).
     Flat rows must reach the fallback from the candidates too."""
     import kernels.sample_logits.triton_filtered_race as race
     import kernels.sample_logits.triton_top_k_select as select
@@ -250,9 +230,9 @@ def test_triton_top_p_alone_on_the_candidates_the_fallback_and_the_host_agree(mo
             patch.setattr(select, "NUCLEUS_GROUPS", 1)
             slow = race.sample_logits_triton(**inputs, seed=seed)
         assert flagged[-1] == 5, flagged         # and row 0 (rows 2, 4, 5: all ties or top_p 0)
-        host = host_path(race, monkeypatch, inputs, seed)
+        want = sorted_race(**inputs, seed=seed)
         assert torch.equal(fast, slow), (fast != slow).nonzero()[:, 0].tolist()
-        assert torch.equal(fast, host), (fast != host).nonzero()[:, 0].tolist()
+        assert torch.equal(fast, want), (fast != want).nonzero()[:, 0].tolist()
 
 
 def test_triton_fallback_split_across_programs_draws_the_ids_of_one(monkeypatch):

@@ -1,12 +1,14 @@
-"""triton-logprobs' pruned rank counting (kernels/logprobs/triton_logprobs_pruned.py) and the
+"""triton-logprobs' pruned rank counting (kernels/logprobs/triton_logprobs.py) and the
 bench's requested ids. Ranks must be exact whatever the pruning skips: ties at block edges,
 ids whose keys equal a block max, -inf entries and -inf keys (rank V), padding, K = 1 to
 32, ids that are a row's largest (pruning skips most blocks) and random ids (it skips
-none), under forced, default and no pruning, one program per row or several, and against
-the unpruned kernel (PRUNE = False). The blocks that count are checked exactly against a
-recount of the kernel's rule."""
+none), under forced, default and no pruning (the unpruned loop), one program per row or
+several. The blocks that count are checked exactly against a recount of the kernel's rule;
+K falls into a few compiled buckets."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,14 +17,13 @@ import triton
 from test_logprobs_kernels import _agree, batch, expected
 
 import kernels.logprobs.triton_logprobs as tlp
-import kernels.logprobs.triton_logprobs_pruned as pruned
 from harness.bench import with_variants
 from harness.families.logprobs import FAMILY, bench_batch
 from kernels.logprobs.torch_logprobs import logprobs_torch
 
 pytestmark = pytest.mark.skipif(
-    torch.cuda.is_available(), reason="forces the interpreter's tiles (CPU_BLOCK, SPLITS) and "
-    "spies on its calls")
+    torch.cuda.is_available(), reason="forces CPU launches (small blocks, splits) and spies "
+    "on the interpreter's calls")
 
 
 def top_ids(x: torch.Tensor, slots: int, seed: int) -> torch.Tensor:
@@ -83,28 +84,32 @@ CASES = {
     "top-k31-bf16": sized_case(2, 150, 31, 8, top=True, dtype=torch.bfloat16),
     "top-k12": sized_case(2, 120, 12, 9, top=True),     # two groups: 8 + 4
 }
-# (PRUNE, PRUNE_LIMIT, SPLITS): the default rule, pruning forced, pruning never (the unpruned
-# loop of the pruned kernel), several programs per row, and the unpruned kernel
-LAUNCHES = {"default": (True, None, None), "forced": (True, 10**9, 3),
-            "never": (True, -1, 2), "unpruned-kernel": (False, None, 3)}
+# (prune_limit, splits): the default rule, pruning forced, pruning never (the unpruned loop),
+# several programs per row
+LAUNCHES = {"default": (None, 1), "forced": (10**9, 3), "never": (-1, 2),
+            "default-split": (None, 3)}
 
 
-def run(monkeypatch, inputs, mode, launch):
-    prune, limit, splits = LAUNCHES[launch]
-    monkeypatch.setattr(tlp, "PRUNE", prune)
-    monkeypatch.setattr(tlp, "PRUNE_LIMIT", limit)
-    monkeypatch.setattr(tlp, "SPLITS", splits)
-    vocab = inputs["logits"].shape[1]
-    monkeypatch.setattr(tlp, "CPU_BLOCK", max(8, triton.next_power_of_2(vocab) // 16))
-    return tlp.logprobs_triton(mode=mode, **inputs)
+def cpu_launch(inputs, block: int, **settings) -> tlp.Launch:
+    """The default CPU launch of ``inputs`` with blocks of ``block`` columns and ``settings``."""
+    (batch, vocab), slots = inputs["logits"].shape, inputs["token_ids"].shape[1]
+    default = tlp.launch_for(batch, vocab, slots, torch.device("cpu"))
+    return replace(default, block=block, **settings)
+
+
+def run(inputs, mode, launch):
+    limit, splits = LAUNCHES[launch]
+    block = max(8, triton.next_power_of_2(inputs["logits"].shape[1]) // 16)
+    return tlp.logprobs_launch(mode=mode, launch=cpu_launch(
+        inputs, block, prune_limit=limit, splits=splits), **inputs)
 
 
 @pytest.mark.parametrize("launch", list(LAUNCHES))
 @pytest.mark.parametrize("mode", ["raw_logprobs", "processed_logits"])   # one of each kind: CI time
 @pytest.mark.parametrize("case", list(CASES))
-def test_ranks_exact_and_values_unchanged(monkeypatch, case, mode, launch):
+def test_ranks_exact_and_values_unchanged(case, mode, launch):
     inputs = CASES[case]
-    values, ranks = run(monkeypatch, inputs, mode, launch)
+    values, ranks = run(inputs, mode, launch)
     _agree((values, ranks), *expected(mode=mode, **inputs), inputs)
     torch_values, torch_ranks = logprobs_torch(mode=mode, **inputs)
     live = inputs["token_ids"] >= 0
@@ -150,16 +155,14 @@ def test_blocks_counted_are_those_that_reach_the_keys(monkeypatch, top):
         calls.append(key_id.shape[1])
         return count_lanes(count, key, key_id, LANES)
 
-    count_lanes = pruned.count_lanes
-    monkeypatch.setattr(pruned, "count_lanes", spy)
-    monkeypatch.setattr(tlp, "PRUNE", True)      # off by default (measured slower on a GPU)
-    groups = tlp.id_groups(slots)[:tlp.id_groups(slots)[3]]
+    count_lanes = tlp.count_lanes
+    monkeypatch.setattr(tlp, "count_lanes", spy)
+    groups = tlp.id_groups(slots)
     pruned_calls = 0
     for limit in (10**9, -1):
         calls.clear()
-        monkeypatch.setattr(tlp, "PRUNE_LIMIT", limit)
-        monkeypatch.setattr(tlp, "CPU_BLOCK", block)
-        _, ranks = tlp.logprobs_triton(mode="raw_logits", **inputs)
+        _, ranks = tlp.logprobs_launch(mode="raw_logits", launch=cpu_launch(
+            inputs, block, rows=1, prune_limit=limit), **inputs)
         assert torch.equal(ranks, logprobs_torch(mode="raw_logits", **inputs)[1])
         if limit > 0:
             want = counted_blocks(x[0].double().numpy(), ids[0].numpy(), block, groups)
@@ -167,7 +170,7 @@ def test_blocks_counted_are_those_that_reach_the_keys(monkeypatch, top):
             whole = vocab // block                    # ragged last block pruned
             last = counted_blocks(x[0].double().numpy(), ids[0].numpy(), block, groups,
                                   whole * block)
-            want = whole * len(groups) + last[0], whole * slots + last[1]
+            want = whole * len(groups) + last[0], whole * sum(groups) + last[1]
         assert (len(calls), sum(calls)) == want
         pruned_calls = pruned_calls or sum(calls)
     if top:        # the sampled id is counted in most blocks, the top 20 in a few
@@ -180,18 +183,16 @@ def test_prune_decision_follows_the_first_block(monkeypatch):
     vocab, block = 512, 16
     x = torch.randn(1, vocab, generator=torch.Generator().manual_seed(5))
     calls = []
-    count_lanes = pruned.count_lanes
-    monkeypatch.setattr(pruned, "count_lanes",
+    count_lanes = tlp.count_lanes
+    monkeypatch.setattr(tlp, "count_lanes",
                         lambda c, k, i, LANES: calls.append(1) or count_lanes(c, k, i, LANES))
-    monkeypatch.setattr(tlp, "CPU_BLOCK", block)
-    monkeypatch.setattr(tlp, "PRUNE", True)
-    monkeypatch.setattr(tlp, "PRUNE_LIMIT", None)
     seen = {}
     for name, ids in (("top", top_ids(x, 21, 0)),
                       ("random", torch.randint(vocab, (1, 21), generator=torch.Generator()
                                                .manual_seed(1)))):
         calls.clear()
-        tlp.logprobs_triton(mode="raw_logprobs", **batch(x, ids, [1.0], [0], [1.0]))
+        inputs = batch(x, ids, [1.0], [0], [1.0])
+        tlp.logprobs_launch(mode="raw_logprobs", launch=cpu_launch(inputs, block), **inputs)
         seen[name] = len(calls)
     assert seen["top"] < seen["random"] == 3 * vocab // block   # 3 groups in every block
 
@@ -225,9 +226,14 @@ def test_bench_variants():
     assert with_variants(["8x99"], [], ("256x151936",)) == ["8x99"]   # a family without
 
 
-def test_groups_fit_the_sorted_positions():
-    """The pruned kernel lays the groups on the last W of KP = next_pow2(K) sorted positions:
-    K <= W <= KP, for any K."""
+def test_k_falls_into_a_few_buckets_whose_groups_hold_it():
+    """The kernel is compiled per bucket of K, not per K: the groups (powers of two, the
+    smallest key alone) hold K <= W positions, W <= max(9, 2 K) (no bucket twice too wide), and
+    K = 1 .. 69 take five buckets; K = 21 (an engine's top-20 and its sampled token) is
+    16 + 4 + 1 exactly."""
     for slots in range(1, 300):
-        g1, g2, g3, groups = tlp.id_groups(slots)
-        assert slots <= sum((g1, g2, g3)[:groups]) <= triton.next_power_of_2(slots)
+        groups = tlp.id_groups(slots)
+        assert all(g & (g - 1) == 0 for g in groups) and groups[-1] == 1
+        assert slots <= sum(groups) <= max(9, 2 * slots)
+    assert len({tlp.id_groups(slots) for slots in range(1, 70)}) == 5
+    assert tlp.id_groups(21) == (16, 4, 1)

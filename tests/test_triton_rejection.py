@@ -160,3 +160,61 @@ def test_rejects_wrong_dtype():
     inputs["target_probs"] = inputs["target_probs"].double()
     with pytest.raises(ValueError, match="target_probs"):
         run(inputs, 0)
+
+
+SYNCING = ("item", "tolist", "numpy", "cpu", "__array__", "__bool__", "__int__", "__float__",
+           "__index__")
+
+
+def test_the_call_reads_no_device_value_on_the_host(monkeypatch):
+    """The host side of a call (checks, layout, launch settings) with every Tensor method
+    that brings a value to the host (.item(), .tolist(), .numpy(), .cpu(), bool(), int(),
+    ...) raising, and the launch recorded instead of run: what the wrapper decides, it
+    decides from shapes, dtypes and the host list num_draft_tokens, so it never waits for a
+    device (capturable in a CUDA graph; on a GPU the next test proves it end to end)."""
+    inputs = make_batch([3, 0, 2, 4], 1031, 5)
+    launches = []
+
+    class Recorded:
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launches.append((grid, args, kwargs))
+
+    monkeypatch.setattr(triton_rejection, "_rejection_kernel", Recorded())
+    for name in SYNCING:
+        def refuse(*args, name=name, **kwargs):
+            raise AssertionError(f"the call brought a device value to the host: Tensor.{name}")
+        monkeypatch.setattr(torch.Tensor, name, refuse)
+    out = triton_rejection.rejection_exact(**inputs, seed=3)
+    monkeypatch.undo()
+    assert len(launches) == 1 and out.shape == (4, 5)
+    layout = launches[0][1][2:4]
+    assert layout[0].tolist() == [0, 3, 3, 5] and layout[1].tolist() == [3, 0, 2, 4]
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="needs a CUDA device")
+def test_call_never_synchronises_and_replays_in_a_cuda_graph():
+    """After one eager call (which puts the counts' layout on the device), a call raises
+    under torch's sync debug mode "error" if anything synchronises, and a CUDA graph of it
+    replays the eager output, greedy, probabilistic, with and without draft probs. A capture
+    of counts never seen eagerly is refused with a one-line error, not a broken graph."""
+    for with_draft in (True, False):
+        inputs = make_batch(ragged(24, 4, 9), 3000, 17, with_draft)
+        eager = triton_rejection.rejection_exact(**inputs, seed=9)
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            again = triton_rejection.rejection_exact(**inputs, seed=9)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        assert torch.equal(again, eager)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = triton_rejection.rejection_exact(**inputs, seed=9)
+        captured.fill_(-7)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(captured, eager)
+    unseen = make_batch([5, 1, 2], 3000, 18)
+    with pytest.raises(RuntimeError, match="outside the CUDA graph capture"):
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            triton_rejection.rejection_exact(**unseen, seed=9)

@@ -10,55 +10,44 @@ row, computed in torch from torch-logprobs' kept set and applied on the fly.
 One launch, grid (row blocks, S): program (r, p) folds columns [p C, (p + 1) C) of its rows
 (C a multiple of BLOCK) into per-lane state, a max and sum-exp (one exponential per element,
 e^-|z - m|: it rescales s when z is the new max, else is z's term; m starts at the lowest
-finite float, so no -inf - -inf, and -inf adds 0) and per id a float32 count of key >=
-key_id; writes (m, s) and the counts to a workspace; takes a ticket; the row block's last
-program merges the S partials and writes values and ranks (ticket reset to 0 for the next).
+finite float, so no -inf - -inf, and -inf adds 0) and per requested key a float32 count of
+elements >= it; writes (m, s) and the counts to a workspace; takes a ticket; the row block's
+last program merges the S partials and writes values and ranks (ticket reset to 0).
 
-Memory traffic: the logits read once (4 or 2 B V per row); per split the ids and their
-logits gathered (12 or 10 B K, L2 hits after the first) and 4 K + 8 bytes of partials
-written and read once; values and ranks written (12 B K). Processed modes add the torch
-threshold (a sort and a float64 cumulative sum of [B, V]).
+Ranks cost a compare and an add per (element, id): the ids, not the bytes, bound this kernel
+(an H100 element budget at the read floor is ~40 instructions). So the compares are pruned:
+each program orders its row's K keys once, descending (a KP x KP comparison, ties by slot;
+padding, -inf keys, whose rank is V without counting, and NaN keys go first and are never
+counted), and counts by sorted position in three power-of-two groups taken from the end:
+G1 + 4 + 1, the smallest key alone. An element adds to a rank only if it is >= that key, so
+a block whose max is below a group's smallest key skips the group, and the groups that need
+compares are a suffix of the order (the branches nest). Ids that are the row's largest (an
+engine's top-20 and its sampled token) skip all but the smallest key in almost every block.
+Random ids skip nothing and would pay the block max for nothing: a program whose first block
+holds more than ``prune_limit`` entries at or above group 1's smallest key takes an unpruned
+loop. Either loop is exact; the rule only picks the faster.
 
-GPU: one row per program, rows split into S chunks for GPU_PROGRAMS_PER_SM programs per SM
-(one program per row left 100 of 132 SMs idle at B = 32). H100 budget at the floor (~3 TB/s,
-~1.75 GHz): an SM gets ~3.2 float32 elements and issues 128 lane-instructions per clock, 64
-on the ALU pipe: ~40 instructions per element, ~20 ALU. Ranks cost a compare and an add per
-(element, id): the K ids, not the bytes, bound this kernel. So K goes in exact power-of-two
-groups (21 = 16 + 4 + 1, not 32 compares); counts are float32 (compare-select is one ALU
-FSET.BF and the add runs on the FMA pipe; int32 counts, or int32 order-preserving keys, keep
-both on the ALU); a thread's 4 adjacent compares add up in registers first (no shuffles, 4x
-fewer accumulators); exp2 (ex2.approx.ftz, no denormal fix-ups); masks only in a row's last
-block; the next block is loaded before this one is folded. sm_90 SASS of the loop (triton 3.6
-and 3.9, fp32, K = 21, BLOCK 1024, 8 warps): 53 instructions per element, 80 registers.
+K is a runtime argument; the compiled kernel depends on K only through its bucket, G1 = the
+K - 5 largest keys' group rounded up to a power of two, at least 4 (W = G1 + 5 sorted
+positions, KP = W rounded up to a power of two for the order): K = 1..9, 10..13, 14..21,
+22..37, 38..69, ... share a kernel, so a run whose batches ask for many K compiles a few
+kernels, not one per K. The unused positions of a bucket hold padding keys (+inf, never
+counted, never needed by the pruned loop). K = 21 (top-20 and the sampled id) lands on
+16 + 4 + 1 exactly, the groups tuned on the H100.
 
-PRUNE (kernels/logprobs/triton_logprobs_pruned.py, the default since 2026-11-23 with one warp
-a program; with 8 warps it measured slower, as told below): an
-element adds to an id's
-rank only if it is >= the id's key, so with the keys ordered once per program, a block whose
-max is below a group's smallest key skips that group's compares. Ids that are the row's
-largest (an engine's top-20 and sampled token) skip all but the smallest key in almost every
-block; random ids skip nothing and take an unpruned loop (decided on the first block). sm_90
-SASS (triton 3.9 cross-compiled, raw_logprobs, fp32, K = 21, BLOCK 1024, 8 warps, 80
-registers; the unpruned kernel there: 53.75 per element, 97 registers), per element: the
-unpruned loop 53.0; the pruned loop 18.75 with every group skipped, 21.25 with the smallest
-key's group (1 id), 29.75 with 5 ids, 61.75 with all 21 (the block max is a block
-reduction: two barriers). Measured on an H100 (`bench logprobs`, 2026-11-23), it lost:
-256x151936x21 0.121 ms with top ids and 0.136 ms with random ids, against 0.109 ms for the
-unpruned kernel; 32x128256x21 0.159 ms eager against 0.073 (the per-row key sort and its
-launch). Fewer instructions did not buy time: the loop is bound by the loads in flight
-per SM (one 16-byte prefetch per thread), not only by issue. With ONE warp a program the
-block max is a warp reduction (no barrier) and the branch is per warp: on the H100
-(scripts/sweep_logprobs.py --pruned, BLOCK 512, 6 programs per SM) 0.081 ms with top ids
-(64 % of the floor) and 0.111 ms with random ids, against 0.109 ms for the unpruned kernel
-at its best (8 warps); so that is the default (GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM).
-The loads in flight were the limit: with the pruned loops pipelined by Triton over 4 blocks
-(GPU_STAGES) instead of one block loaded ahead by hand, 0.073 ms with top ids (72 % of the
-floor; a kernel that only reads reaches 80 %: scripts/read_ceiling.py) and 0.088 ms with
-random ids.
+Launch settings are a ``Launch`` argument (``launch_for`` gives the defaults): on a GPU one
+row a program, BLOCK 512, one warp (the block max a warp reduction, no barrier), the row
+split for 6 programs per SM, the loops pipelined by Triton over 4 blocks (measured on an
+H100 at 256x151936x21, `bench logprobs`: 0.073 ms with top ids, 72 % of the read floor;
+0.088 ms with random ids; the unpruned loop at its best, 8 warps, BLOCK 1024: 0.109 ms); on a
+CPU (the Triton interpreter, which pays per program and per loop trip) large blocks, many
+rows a program, no split.
 """
 
+from __future__ import annotations
+
 import contextlib
-import os
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -68,58 +57,70 @@ import triton.language as tl
 from kernels.logprobs.torch_logprobs import kept_entries
 from kernels.split_scratch import multiprocessors, split_scratch
 
-INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
-GPU_BLOCK, GPU_WARPS, GPU_PROGRAMS_PER_SM = 512, 1, 6   # BLOCK >= 128 warps; swept by
-# scripts/sweep_logprobs.py (pruned, one warp a program: see the module doc)
-GPU_STAGES = 4   # the pruned loops pipelined by Triton over 4 blocks (the one-block hand
-# prefetch they replaced: 0.081 ms at 256x151936x21 with top ids on an H100; 4 stages: 0.073)
-PRUNE = True    # rank compares only in blocks that reach the ids' keys (triton_logprobs_pruned;
-# False: the unpruned kernel, whose best launch on an H100 is BLOCK 1024, 8 warps, 4 per SM)
-PRUNE_LIMIT = None   # a program prunes if its first block holds at most this many entries at or
-# above the smallest key of the largest keys' group (None: that group's size, per row)
-SPLITS = None                           # forces S, the splits of a row, when set
-CPU_BLOCK, CPU_TILE = 4096, 2**20       # CPU: columns per block; a program's rows K BLOCK
 LOWEST = tl.constexpr(-3.4028234663852886e38)   # the lowest finite float32
 LOG2E = tl.constexpr(1.4426950408889634)
+SMALLEST_GROUPS = (4, 1)                         # G2, G3: the bucket's last five positions
 
 
 @triton.jit
-def slots_of(row, FIRST: tl.constexpr, G: tl.constexpr):
-    """Slots FIRST .. FIRST + G - 1 of the rows: (offsets [R, G], slot < K, id live)."""
-    logits_ptr, ids_ptr, rows, row_ok, cutoff, V, K, stride = row
-    slot = FIRST + tl.arange(0, G)
+def slot_order(logits_ptr, ids_ptr, rows, row_ok, cutoff, V, K, stride, KP: tl.constexpr,
+               PROCESSED: tl.constexpr):
+    """Per slot [R, KP] (slot, slot < K, id live, key, skipped, count key, position): the
+    position in the descending order of the count keys, skipped slots (padding, -inf keys,
+    whose rank is V, and NaN keys) first, ties by slot: a permutation of 0 .. KP - 1."""
+    slot = tl.arange(0, KP)
     ok = row_ok[:, None] & (slot[None, :] < K)
-    at = rows.to(tl.int64)[:, None] * K + slot[None, :]
-    ids = tl.load(ids_ptr + at, mask=ok, other=-1)
-    return at, ok, ok & (ids >= 0) & (ids < V), ids
-
-
-@triton.jit
-def requested_keys(row, FIRST: tl.constexpr, G: tl.constexpr, PROCESSED: tl.constexpr):
-    """[R, G, 1]: the keys of slots FIRST .. FIRST + G - 1 (-inf at padding)."""
-    logits_ptr, ids_ptr, rows, row_ok, cutoff, V, K, stride = row
-    _, _, live, ids = slots_of(row, FIRST, G)
+    ids = tl.load(ids_ptr + rows.to(tl.int64)[:, None] * K + slot[None, :], mask=ok, other=-1)
+    live = ok & (ids >= 0) & (ids < V)
     key = tl.load(logits_ptr + rows.to(tl.int64)[:, None] * stride + ids, mask=live,
                   other=float("-inf")).to(tl.float32)
     if PROCESSED:
         key = tl.where(key >= cutoff[:, None], key, float("-inf"))
-    return key[:, :, None]
+    skip = ~(key > float("-inf"))
+    ck = tl.where(skip, float("inf"), key)            # +inf: never counted, never needed
+    a_ck, a_skip, a_slot = ck[:, None, :], skip[:, None, :], slot[None, None, :]   # i
+    b_ck, b_skip, b_slot = ck[:, :, None], skip[:, :, None], slot[None, :, None]   # j
+    ahead = (a_skip & ~b_skip) | ((a_skip == b_skip) & (
+        (a_ck > b_ck) | ((a_ck == b_ck) & (a_slot < b_slot))))
+    pos = tl.sum(tl.where(ahead, 1, 0), axis=2)       # how many slots go before j
+    return slot, ok, live, key, skip, ck, pos
 
 
 @triton.jit
-def count_at_least(count, key, key_id):
-    """count [R, G, BLOCK / 4] += (key [R, 1, BLOCK] >= key_id [R, G, 1]) as 1.0 / 0.0, the
-    4 adjacent elements of a thread summed first."""
+def sorted_keys(ck, pos, FIRST: tl.constexpr, G: tl.constexpr):
+    """[R, G, 1]: the count keys at sorted positions FIRST .. FIRST + G - 1 (+inf where a
+    skipped slot sits: never counted)."""
+    at = FIRST + tl.arange(0, G)
+    here = pos[:, None, :] == at[None, :, None]
+    return tl.max(tl.where(here, ck[:, None, :], float("-inf")), axis=2)[:, :, None]
+
+
+@triton.jit
+def count_lanes(count, key, key_id, LANES: tl.constexpr):
+    """count [R, G, LANES] += (key [R, 1, BLOCK] >= key_id [R, G, 1]) as 1.0 / 0.0, summed
+    over each thread's elements (4 adjacent, repeated BLOCK / (4 LANES) times) in registers
+    (float32: the compare-select is one ALU op and the add runs on the FMA pipe)."""
     hit = tl.where(key >= key_id, 1.0, 0.0)
-    return count + tl.sum(tl.reshape(hit, [hit.shape[0], hit.shape[1], count.shape[2], 4]), 3)
+    reps: tl.constexpr = hit.shape[2] // (4 * LANES)
+    hit = tl.reshape(hit, [hit.shape[0], hit.shape[1], reps, LANES, 4])
+    return count + tl.sum(tl.sum(hit, 4), 2)
 
 
 @triton.jit
-def fold(x, ok, m, s, counts, keys, cutoff, t, GROUPS: tl.constexpr, LOGPROBS: tl.constexpr,
-         PROCESSED: tl.constexpr, MASKED: tl.constexpr):
+def needed(bm, least):
+    """Whether any row's block max reaches a group's smallest key (NaN: needed)."""
+    return tl.max(tl.where(bm < least, 0, 1)) > 0
+
+
+@triton.jit
+def fold(x, ok, m, s, counts, keys, least, cutoff, t, LANES: tl.constexpr,
+         LOGPROBS: tl.constexpr, PROCESSED: tl.constexpr, MASKED: tl.constexpr,
+         PRUNED: tl.constexpr):
     """Fold a block x [R, 1, BLOCK] (-inf where not ok) into the per-lane max m and sum-exp
-    s and the counts of the (up to 3) id groups."""
+    s and the counts of the three groups: all of them, or (PRUNED) those whose smallest key
+    the block's max reaches, the last group (the smallest keys) first, each next one only if
+    the one after it was."""
     key = x.to(tl.float32)
     if PROCESSED:
         key = tl.where(key >= cutoff[:, None, None], key, float("-inf"))
@@ -130,21 +131,33 @@ def fold(x, ok, m, s, counts, keys, cutoff, t, GROUPS: tl.constexpr, LOGPROBS: t
         e = tl.exp2(tl.abs(z - m) * -LOG2E)          # 0 where z = -inf (m is finite)
         s = tl.where(z > m, s * e + 1.0, s + e)
         m = tl.maximum(m, z)
+    if PRUNED:
+        bm = tl.max(key, axis=2)                      # [R, 1]; -inf where masked
     if MASKED:
         key = tl.where(ok, key, float("nan"))        # never >= a key: not counted
     c1, c2, c3 = counts
-    c1 = count_at_least(c1, key, keys[0])
-    if GROUPS > 1:
-        c2 = count_at_least(c2, key, keys[1])
-    if GROUPS > 2:
-        c3 = count_at_least(c3, key, keys[2])
+    k1, k2, k3 = keys
+    l1, l2, l3 = least
+    if not PRUNED:
+        c1 = count_lanes(c1, key, k1, LANES)
+        c2 = count_lanes(c2, key, k2, LANES)
+        c3 = count_lanes(c3, key, k3, LANES)
+    elif needed(bm, l3):
+        c3 = count_lanes(c3, key, k3, LANES)
+        if needed(bm, l2):
+            c2 = count_lanes(c2, key, k2, LANES)
+            if needed(bm, l1):
+                c1 = count_lanes(c1, key, k1, LANES)
     return m, s, (c1, c2, c3)
 
 
 @triton.jit
-def store_counts(row, counts_ptr, count, split, B, FIRST: tl.constexpr):
-    at, ok, _, _ = slots_of(row, FIRST, count.shape[1])
-    tl.store(counts_ptr + split * B * row[6] + at, tl.sum(count, axis=2).to(tl.int32), mask=ok)
+def store_group(counts_ptr, count, rows, row_ok, split, B, W: tl.constexpr,
+                FIRST: tl.constexpr):
+    """The counts of window positions FIRST .. of one split."""
+    at = FIRST + tl.arange(0, count.shape[1])
+    tl.store(counts_ptr + (split * B + rows.to(tl.int64))[:, None] * W + at[None, :],
+             tl.sum(count, axis=2).to(tl.int32), mask=row_ok[:, None])
 
 
 @triton.jit
@@ -163,34 +176,18 @@ def merged_lse(ms_ptr, rows, row_ok, splits, B):
     return tl.where(s > 0, m, 0.0) + tl.log(tl.maximum(s, 1.0))   # s = 0 or s >= 1
 
 
-@triton.jit
-def finish_group(row, out, key, FIRST: tl.constexpr, LOGPROBS: tl.constexpr,
-                 PROCESSED: tl.constexpr):
-    """Values and ranks of one id group: z = key / t (- lse), the counts of all splits."""
-    values_ptr, ranks_ptr, counts_ptr, lse, t, splits, B = out
-    at, ok, live, _ = slots_of(row, FIRST, key.shape[1])
-    K = row[6]
-    count = tl.zeros(at.shape, tl.int32)
-    for split in range(0, splits):                # .cg: from L2, written by other SMs
-        count += tl.load(counts_ptr + split * B * K + at, mask=ok, other=0, cache_modifier=".cg")
-    z = tl.reshape(key, at.shape)
-    if PROCESSED:
-        z = z / t[:, None]
-    if LOGPROBS:
-        z = tl.where(z == float("-inf"), float("-inf"), z - lse[:, None])
-    tl.store(values_ptr + at, tl.where(live, z, float("-inf")), mask=ok)
-    tl.store(ranks_ptr + at, tl.where(live, count, 0).to(tl.int64), mask=ok)
-
-
-@triton.jit
+@triton.jit(do_not_specialize=["K"])
 def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, counts_ptr,
-                     values_ptr, ranks_ptr, B, V, K, stride, CHUNK, LOGPROBS: tl.constexpr,
-                     PROCESSED: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK: tl.constexpr,
+                     values_ptr, ranks_ptr, B, V, K, stride, CHUNK, prune_limit,
+                     LOGPROBS: tl.constexpr, PROCESSED: tl.constexpr, BLOCK_R: tl.constexpr,
+                     BLOCK: tl.constexpr, LANES: tl.constexpr, KP: tl.constexpr,
                      G1: tl.constexpr, G2: tl.constexpr, G3: tl.constexpr,
-                     GROUPS: tl.constexpr):
+                     STAGES: tl.constexpr):
     """Program (r, p): rows r BLOCK_R .. + BLOCK_R - 1, columns [p CHUNK, (p + 1) CHUNK);
-    the last of the row block's programs to finish writes its values and ranks. Memory
-    traffic: the module docstring's (the logits once, 12 B K per split, 12 B K out)."""
+    the groups G1, G2, G3 take the last W = G1 + G2 + G3 of KP sorted positions (K <= W).
+    Memory traffic: the logits read once (4 or 2 B V per row); per split the ids and their
+    logits gathered (12 or 10 B K, L2 hits after the first), 4 W + 8 bytes of partials
+    written and read once by the row's last program; values and ranks written (12 B K)."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     split, splits = tl.program_id(1), tl.num_programs(1)
     row_ok = rows < B
@@ -206,51 +203,115 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
     if PROCESSED:
         cutoff = tl.load(cutoff_ptr + rows, mask=row_ok, other=float("-inf"))
         t = tl.load(temp_ptr + rows, mask=row_ok, other=1.0)
-    row = (logits_ptr, ids_ptr, rows, row_ok, cutoff, V, K, stride)
-    keys = (requested_keys(row, 0, G1, PROCESSED), requested_keys(row, G1, G2, PROCESSED),
-            requested_keys(row, G1 + G2, G3, PROCESSED))
+
+    slot, ok, live, key, skip, ck, pos = slot_order(logits_ptr, ids_ptr, rows, row_ok, cutoff,
+                                                    V, K, stride, KP, PROCESSED)
+    W: tl.constexpr = G1 + G2 + G3
+    WS: tl.constexpr = KP - W
+    keys = (sorted_keys(ck, pos, WS, G1), sorted_keys(ck, pos, WS + G1, G2),
+            sorted_keys(ck, pos, WS + G1 + G2, G3))
+    least = (tl.min(keys[0], axis=1), tl.min(keys[1], axis=1), tl.min(keys[2], axis=1))
 
     m = tl.full([BLOCK_R, 1, BLOCK], LOWEST, tl.float32)
     s = tl.zeros([BLOCK_R, 1, BLOCK], tl.float32)
-    counts = (tl.zeros([BLOCK_R, G1, BLOCK // 4], tl.float32),
-              tl.zeros([BLOCK_R, G2, BLOCK // 4], tl.float32),
-              tl.zeros([BLOCK_R, G3, BLOCK // 4], tl.float32))
-    for start in range(lo, full_end, BLOCK):      # whole blocks, unmasked
-        ahead = tl.load(row_ptr + start + BLOCK + cols,
-                        mask=tl.where(start + BLOCK < full_end, row_ok3, False))
-        m, s, counts = fold(x, row_ok3, m, s, counts, keys, cutoff, t, GROUPS, LOGPROBS,
-                            PROCESSED, False)
-        x = ahead
+    counts = (tl.zeros([BLOCK_R, G1, LANES], tl.float32),
+              tl.zeros([BLOCK_R, G2, LANES], tl.float32),
+              tl.zeros([BLOCK_R, G3, LANES], tl.float32))
+    first = x.to(tl.float32)       # prune unless the first block holds more than prune_limit
+    if PROCESSED:                  # entries at or above group 1's smallest key
+        first = tl.where(first >= cutoff[:, None, None], first, float("-inf"))
+    prune = tl.sum(tl.where(first >= least[0][:, :, None], 1, 0)) <= prune_limit
+    if prune:                      # two loops, no branch per block, each pipelined by Triton
+        for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
+            xb = tl.load(row_ptr + start + cols, mask=row_ok3)   # whole blocks, unmasked
+            m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, LANES,
+                                LOGPROBS, PROCESSED, False, True)
+    else:
+        for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
+            xb = tl.load(row_ptr + start + cols, mask=row_ok3)
+            m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, LANES,
+                                LOGPROBS, PROCESSED, False, False)
     if full_end < hi:                             # the row's ragged last block
-        ok = row_ok3 & (full_end + cols < hi)
-        x = tl.load(row_ptr + full_end + cols, mask=ok, other=float("-inf"))
-        m, s, counts = fold(x, ok, m, s, counts, keys, cutoff, t, GROUPS, LOGPROBS, PROCESSED,
-                            True)
+        ok3 = row_ok3 & (full_end + cols < hi)
+        x = tl.load(row_ptr + full_end + cols, mask=ok3, other=float("-inf"))
+        m, s, counts = fold(x, ok3, m, s, counts, keys, least, cutoff, t, LANES, LOGPROBS,
+                            PROCESSED, True, True)
 
-    ms_ptr = (counts_ptr + splits * B * K).to(tl.pointer_type(tl.float32))   # after [S, B, K]
+    ms_ptr = (counts_ptr + splits * B * W).to(tl.pointer_type(tl.float32))   # after [S, B, W]
     if LOGPROBS:
         m_all = tl.max(m, axis=2)
         s_all = tl.sum(s * tl.exp(m - m_all[:, :, None]), axis=2)
         at = split * B + rows[:, None]
         tl.store(ms_ptr + at, m_all, mask=row_ok[:, None])
         tl.store(ms_ptr + splits * B + at, s_all, mask=row_ok[:, None])
-    store_counts(row, counts_ptr, counts[0], split, B, 0)      # absent groups: slots >= K
-    store_counts(row, counts_ptr, counts[1], split, B, G1)
-    store_counts(row, counts_ptr, counts[2], split, B, G1 + G2)
+    store_group(counts_ptr, counts[0], rows, row_ok, split, B, W, 0)
+    store_group(counts_ptr, counts[1], rows, row_ok, split, B, W, G1)
+    store_group(counts_ptr, counts[2], rows, row_ok, split, B, W, G1 + G2)
 
     tl.debug_barrier()                             # all threads' stores before the release
     ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)         # acq_rel, gpu scope
     if ticket == splits - 1:                       # the last: merge the S splits
         tl.atomic_xchg(tickets_ptr + tl.program_id(0), 0)             # ready for the next call
-        lse = tl.zeros([BLOCK_R], tl.float32)
+        counted = live & ~skip
+        spot = rows.to(tl.int64)[:, None] * W + pos - WS   # the slot's sorted position
+        count = tl.zeros([BLOCK_R, KP], tl.int32)
+        for p in range(0, splits):                # .cg: from L2, written by other SMs
+            count += tl.load(counts_ptr + p * B * W + spot, mask=counted, other=0,
+                             cache_modifier=".cg")
+        rank = tl.where(counted, count, tl.where(live & (key == float("-inf")), V, 0))
+        z = key
+        if PROCESSED:
+            z = z / t[:, None]
         if LOGPROBS:
             lse = merged_lse(ms_ptr, rows, row_ok, splits, B)
-        out = (values_ptr, ranks_ptr, counts_ptr, lse, t, splits, B)
-        finish_group(row, out, keys[0], 0, LOGPROBS, PROCESSED)
-        if GROUPS > 1:
-            finish_group(row, out, keys[1], G1, LOGPROBS, PROCESSED)
-        if GROUPS > 2:
-            finish_group(row, out, keys[2], G1 + G2, LOGPROBS, PROCESSED)
+            z = tl.where(z == float("-inf"), float("-inf"), z - lse[:, None])
+        out = rows.to(tl.int64)[:, None] * K + slot[None, :]
+        tl.store(values_ptr + out, tl.where(live, z, float("-inf")), mask=ok)
+        tl.store(ranks_ptr + out, rank.to(tl.int64), mask=ok)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How ``_logprobs_kernel`` is launched (``launch_for``: the defaults)."""
+
+    block: int                   # columns a block (a multiple of 4 lanes)
+    warps: int
+    rows: int = 1                # rows a program
+    splits: int = 1              # programs a row (capped by its blocks)
+    stages: int = 4              # blocks in flight in Triton's pipelined loops
+    prune_limit: int | None = None   # the rule's limit (None: group 1's size, per row; -1:
+    # never prune; a large number: always)
+
+
+GPU = Launch(block=512, warps=1, stages=4)      # swept on an H100 (module docstring)
+GPU_PROGRAMS_PER_SM = 6
+CPU_BLOCK, CPU_TILE = 4096, 2**20    # CPU: columns a block at most; entries (rows x KP x block)
+
+
+def id_groups(slots: int) -> tuple[int, int, int]:
+    """(G1, G2, G3) of K = ``slots``: (max(4, next_pow2(K - 5)), 4, 1) (module docstring)."""
+    return (max(4, triton.next_power_of_2(max(slots - 5, 1))), *SMALLEST_GROUPS)
+
+
+def launch_for(batch: int, vocab: int, slots: int, device: torch.device) -> Launch:
+    """The default launch: GPU, one row a program, GPU_PROGRAMS_PER_SM programs per SM; CPU
+    (the interpreter pays per program and per loop trip), blocks of up to CPU_BLOCK columns,
+    as many rows a program as CPU_TILE holds, one program a row."""
+    if device.type == "cuda":
+        wanted = triton.cdiv(GPU_PROGRAMS_PER_SM * multiprocessors(device), batch)
+        return replace(GPU, splits=wanted)
+    block = max(4, min(CPU_BLOCK, triton.next_power_of_2(vocab)))
+    tile = triton.next_power_of_2(sum(id_groups(slots))) * block
+    return Launch(block=block, warps=4, rows=max(1, min(triton.next_power_of_2(batch),
+                                                        CPU_TILE // tile)))
+
+
+def split_columns(vocab: int, block: int, wanted: int) -> tuple[int, int]:
+    """(S, CHUNK): a row split into S chunks of whole blocks, at most ``wanted`` and at most
+    one a block, none empty."""
+    blocks = triton.cdiv(vocab, block)
+    chunk = triton.cdiv(blocks, max(1, min(blocks, wanted))) * block
+    return triton.cdiv(vocab, chunk), chunk
 
 
 def row_cutoffs(logits: torch.Tensor, temperature, top_k, top_p):
@@ -262,37 +323,10 @@ def row_cutoffs(logits: torch.Tensor, temperature, top_k, top_p):
     return cutoff.contiguous(), torch.where(t == 0, torch.ones_like(t), t).contiguous()
 
 
-def id_groups(slots: int) -> tuple[int, int, int, int]:
-    """(G1, G2, G3, groups): K as up to three powers of two, largest first (21 = 16 + 4 + 1;
-    the third rounds up: 31 = 16 + 8 + 8); absent groups have size 1 and are skipped."""
-    sizes = []
-    while len(sizes) < 3 and sum(sizes) < slots:
-        left = slots - sum(sizes)
-        sizes.append(1 << (left.bit_length() - (len(sizes) < 2 or left & (left - 1) == 0)))
-    return (*sizes, *[1] * (3 - len(sizes)), len(sizes))
-
-
-def _launch_shape(batch: int, vocab: int, slots: int, device: torch.device):
-    """(BLOCK_R, BLOCK, num_warps, S, CHUNK). GPU: one row per program, a row split into S
-    chunks of whole blocks, S such that there are GPU_PROGRAMS_PER_SM programs per SM.
-    Interpreter (it pays per program and per loop trip): blocks of up to CPU_BLOCK columns,
-    as many rows as CPU_TILE holds, S = 1. SPLITS, when set, fixes S."""
-    if INTERPRET or device.type != "cuda":
-        block = max(4, min(CPU_BLOCK, triton.next_power_of_2(vocab)))
-        tile = triton.next_power_of_2(slots) * block
-        rows, warps, wanted = max(1, min(triton.next_power_of_2(batch), CPU_TILE // tile)), 4, 1
-    else:
-        rows, block, warps = 1, GPU_BLOCK, GPU_WARPS
-        wanted = triton.cdiv(GPU_PROGRAMS_PER_SM * multiprocessors(device), batch)
-    blocks = triton.cdiv(vocab, block)
-    chunk = triton.cdiv(blocks, max(1, min(blocks, SPLITS or wanted))) * block
-    return rows, block, warps, triton.cdiv(vocab, chunk), chunk
-
-
-def logprobs_triton(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
-                    temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor
-                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Family ``logprobs``: (values float32 [B, K], -inf at padding; ranks int64 [B, K])."""
+def logprobs_launch(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
+                    temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,
+                    launch: Launch | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``logprobs_triton`` under ``launch`` (None: ``launch_for``'s)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
     logits = logits.contiguous()
@@ -303,28 +337,32 @@ def logprobs_triton(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
     ranks = torch.empty((batch, slots), dtype=torch.int64, device=device)
     if batch == 0 or slots == 0:
         return values, ranks
+    launch = launch or launch_for(batch, vocab, slots, device)
     logprobs, processed = mode.endswith("logprobs"), mode.startswith("processed")
     cutoff, t = row_cutoffs(logits, temperature, top_k, top_p) if processed else (values,) * 2
-    block_r, block, warps, splits, chunk = _launch_shape(batch, vocab, slots, device)
-    g1, g2, g3, groups = id_groups(slots)
-    width = g1 + g2 * (groups > 1) + g3 * (groups > 2)
-    row_blocks = triton.cdiv(batch, block_r)
+    g1, g2, g3 = id_groups(slots)
+    width = g1 + g2 + g3
+    splits, chunk = split_columns(vocab, launch.block, launch.splits)
+    row_blocks = triton.cdiv(batch, launch.rows)
     tickets, partials = split_scratch("triton-logprobs", device, row_blocks,
                                       splits * batch * (width + 2), (torch.int32,))
-    args = (logits, token_ids, cutoff, t, tickets, partials, values, ranks, batch, vocab, slots,
-            logits.stride(0), chunk)
-    shape = dict(LOGPROBS=logprobs, PROCESSED=processed, BLOCK_R=block_r, BLOCK=block, G1=g1,
-                 G2=g2, G3=g3, GROUPS=groups, num_warps=warps)
-    # the interpreter computes e^-|z - m| from m = LOWEST in numpy, which warns on overflow
-    with np.errstate(over="ignore") if INTERPRET else contextlib.nullcontext():
-        if PRUNE:
-            from kernels.logprobs.triton_logprobs_pruned import _pruned_kernel
-            lanes = min(32 * warps, block // 4) if device.type == "cuda" and not INTERPRET \
-                else block // 4
-            limit = g1 * block_r if PRUNE_LIMIT is None else PRUNE_LIMIT
-            _pruned_kernel[(row_blocks, splits)](
-                *args, limit, LANES=lanes, KP=triton.next_power_of_2(slots), W=width,
-                STAGES=GPU_STAGES, **shape)
-        else:
-            _logprobs_kernel[(row_blocks, splits)](*args, **shape)
+    cuda = device.type == "cuda"
+    lanes = min(32 * launch.warps, launch.block // 4) if cuda else launch.block // 4
+    limit = g1 * launch.rows if launch.prune_limit is None else launch.prune_limit
+    # a CPU computes e^-|z - m| from m = LOWEST in numpy, which warns on overflow
+    with contextlib.nullcontext() if cuda else np.errstate(over="ignore"):
+        _logprobs_kernel[(row_blocks, splits)](
+            logits, token_ids, cutoff, t, tickets, partials, values, ranks, batch, vocab, slots,
+            logits.stride(0), chunk, limit, LOGPROBS=logprobs, PROCESSED=processed,
+            BLOCK_R=launch.rows, BLOCK=launch.block, LANES=lanes,
+            KP=triton.next_power_of_2(width), G1=g1, G2=g2, G3=g3, STAGES=launch.stages,
+            num_warps=launch.warps)
     return values, ranks
+
+
+def logprobs_triton(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
+                    temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Family ``logprobs``: (values float32 [B, K], -inf at padding; ranks int64 [B, K])."""
+    return logprobs_launch(logits, token_ids, mode, temperature, top_k, top_p)
+

@@ -20,9 +20,15 @@ without draft probs) plus one chunk re-read (2 * 4 * 4Q bytes); a greedy request
 target row per position up to its first mismatch (4 V (A + 1) bytes at most); the output row
 (8 (K + 1) bytes). Rows that do not race or walk have every load masked off. No noise in
 memory. Per-request seeds: 8 bytes per request and use read.
+
+Capturable in a CUDA graph: a call reads no device value on the host. num_draft_tokens (a
+host list) travels to the device as a (starts, counts) layout through pinned memory, with
+no synchronisation; the latest LAYOUTS_HELD layouts of up to HELD_REQUESTS requests stay on
+the device, so a call inside a capture reuses the one an eager call with the same counts
+made before it (torch.cuda.graph synchronises before capturing), and the graph keeps it.
 """
 
-import os
+from collections import OrderedDict
 
 import numpy as np
 import torch
@@ -39,11 +45,14 @@ from kernels.sample.triton_race import (
 )
 from kernels.triton_seeds import philox_key, seed_argument
 
-INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 ACCEPT_BIT = tl.constexpr(1 << 60)   # acceptance words: counters b 2^20 + i with bit 60 set
 POSITION_BITS = 20                   # positions per request in the acceptance counters
 GPU_WARPS = 4                        # one request per program: 16-byte loads of 512-column quarters
 GPU_TILE = 2048                      # columns (4 Q per request) per program on a GPU
+CPU_TILE = 2**17                     # columns per program on a CPU (the interpreter: per program)
+LAYOUTS_HELD, HELD_REQUESTS = 16, 4096   # device layouts held for captures (module docstring)
+_LAYOUTS: OrderedDict = OrderedDict()    # (device, counts) -> (layout, event): the latest
+_CAPTURED: dict = {}                     # layouts read by captured graphs: held for good
 
 
 @triton.jit
@@ -198,10 +207,10 @@ def _accept_bits_kernel(words_ptr, seed, K, W: tl.constexpr):
 
 def _launch_shape(batch: int, vocab: int, device: torch.device):
     """(BLOCK_B, num_warps): as many requests per program as fill a tile of 4 Q columns each.
-    Interpreter / CPU: 2^17-token tiles, so a call is a few programs. GPU: 2^11-token tiles,
+    CPU: 2^17-token tiles, so a call is a few programs. GPU: 2^11-token tiles,
     so LLM vocabularies (Q = 512) get one request per program, GPU_WARPS warps streaming its
     rows, and small ones (the acceptance-tail requests, V = 2) many requests per program."""
-    tile = 2**17 if INTERPRET or device.type != "cuda" else GPU_TILE
+    tile = CPU_TILE if device.type != "cuda" else GPU_TILE
     block_b = min(triton.next_power_of_2(batch), max(1, tile // (4 * quarter_width(vocab))))
     return block_b, (4 if tile > GPU_TILE else GPU_WARPS)
 
@@ -247,8 +256,7 @@ def rejection_exact(draft_token_ids: torch.Tensor, num_draft_tokens, draft_probs
     out = torch.empty((batch, width + 1), dtype=torch.int64, device=device)
     if batch == 0:
         return out
-    starts = np.cumsum(counts) - counts
-    layout = torch.from_numpy(np.stack([starts, counts])).to(device)
+    layout = request_layout(counts, device)
     vocab = target_probs.shape[1]
     target = target_probs.contiguous()
     draft = target if draft_probs is None else draft_probs.contiguous()
@@ -261,6 +269,38 @@ def rejection_exact(draft_token_ids: torch.Tensor, num_draft_tokens, draft_probs
         W=triton.next_power_of_2(width + 1), Q=q, HAS_DRAFT=draft_probs is not None,
         num_warps=warps)
     return out
+
+
+def request_layout(counts: np.ndarray, device: torch.device) -> torch.Tensor:
+    """int64 [2, B]: each request's first draft row and its draft count, on ``device``, with
+    no synchronisation (a pinned copy); held for captures (module docstring)."""
+    host = torch.from_numpy(np.stack([np.cumsum(counts) - counts, counts]))
+    if device.type != "cuda":
+        return host.to(device)
+    key = (device, counts.tobytes()) if counts.size <= HELD_REQUESTS else None
+    held = _CAPTURED.get(key) or _LAYOUTS.get(key)
+    capturing = torch.cuda.is_current_stream_capturing()
+    if held is not None:
+        if capturing:
+            _CAPTURED[key] = held            # the graph reads it on every replay
+        else:
+            if key in _LAYOUTS:
+                _LAYOUTS.move_to_end(key)
+            torch.cuda.current_stream(device).wait_event(held[1])
+        return held[0]
+    if capturing:
+        raise RuntimeError(
+            f"triton-rejection: call it once outside the CUDA graph capture with these "
+            f"num_draft_tokens (B = {counts.size}, at most {HELD_REQUESTS} requests): their "
+            f"device copy is made outside the graph")
+    layout = host.pin_memory().to(device, non_blocking=True)
+    if key is not None:
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(device))
+        _LAYOUTS[key] = layout, event
+        while len(_LAYOUTS) > LAYOUTS_HELD:
+            _LAYOUTS.popitem(last=False)
+    return layout
 
 
 def rejection_bits(batch: int, drafts: int, seed: int, device) -> torch.Tensor:

@@ -22,8 +22,6 @@ per row block (kernels/split_scratch.py), finishes the row: one launch, capturab
 graph (call it once before capture so the scratch exists).
 """
 
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -33,7 +31,6 @@ from kernels.sample.triton_race import float32_rows
 from kernels.split_scratch import multiprocessors, split_scratch
 from kernels.triton_seeds import philox_key, seed_argument
 
-INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 GPU_WARPS, GPU_PROGRAMS_PER_SM, GPU_STAGES = 4, 1, 3   # launch knobs (swept on a GPU)
 GPU_CHUNK = 0    # chunk width override for sweeps (0: chunk_width(V))
 # None of these changes the law. Warps, rows per program and W order the float64 sums
@@ -133,7 +130,7 @@ def _launch_shape(batch: int, vocab: int, device: torch.device):
     and per loop trip). GPU: one row per program, rows split into runs of chunks until
     there are GPU_PROGRAMS_PER_SM programs per SM."""
     w = chunk_width(vocab)
-    if INTERPRET or device.type != "cuda":
+    if device.type != "cuda":
         return min(triton.next_power_of_2(batch), max(1, 2**17 // w)), 1, 4
     wanted = triton.cdiv(GPU_PROGRAMS_PER_SM * multiprocessors(device), batch)
     return 1, min(triton.cdiv(vocab, w), max(1, wanted)), GPU_WARPS

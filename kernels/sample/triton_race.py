@@ -23,8 +23,6 @@ launch per call. No noise tensor in memory. Per-request seeds: 8 B per row and p
 (an int seed: none).
 """
 
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -33,7 +31,6 @@ from kernels.meta import per_request_seeds
 from kernels.split_scratch import multiprocessors, split_scratch
 from kernels.triton_seeds import philox_key, seed_argument
 
-INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 REFINE_BELOW = tl.constexpr(4096)      # main words within 2^12 of either end get 32 more bits
 REFINE_BIT = tl.constexpr(1 << 62)     # refinement words: token counters with bit 62 set
 CHUNK_BIT = tl.constexpr(1 << 61)      # chunk variates: chunk counters with bit 61 set
@@ -264,7 +261,7 @@ def _launch_shape(batch: int, vocab: int, device: torch.device):
     per loop trip). GPU: GPU_ROWS rows per program, rows split into runs of chunks until
     there are GPU_PROGRAMS_PER_SM programs per SM."""
     q = quarter_width(vocab)
-    if INTERPRET or device.type != "cuda":
+    if device.type != "cuda":
         return min(triton.next_power_of_2(batch), max(1, 2**17 // (4 * q))), 1, 4
     chunks = triton.cdiv(vocab, 4 * q)
     rows = min(GPU_ROWS, triton.next_power_of_2(batch))

@@ -9,11 +9,16 @@ column) alone, so every race over a kept set that holds the same tokens draws th
 winner, whichever columns it reads. With per-request seeds (``seed`` a pointer to int64 [B]),
 row r's counters are those of row 0 keyed by its own seed (kernels/triton_seeds.py): one
 8-byte seed load per row and use.
+
+``sorted_race`` draws with this noise and none of the kernel's selection (torch's sort
+instead): the tests' and scripts/fuzz_sample_logits.py's oracle.
 """
 
+import torch
 import triton
 import triton.language as tl
 
+from kernels.logprobs.torch_logprobs import kept_entries
 from kernels.sample.triton_race import REFINE_BELOW, exponential, fold
 from kernels.triton_seeds import philox_key
 
@@ -45,3 +50,28 @@ def scores(x, cutoff, t, seed, rows, cols, V):
     kept = (x >= cutoff) & (x > float("-inf"))
     z = tl.where(kept, x, 0.0) / t
     return tl.where(kept, z - log_noise(seed, rows, cols, V), float("-inf"))
+
+
+@triton.jit
+def _noise_rows(out_ptr, seed, V, BLOCK: tl.constexpr):
+    """log q of every column of row ``program_id``. Memory traffic: 4 B V written a row."""
+    cols = tl.arange(0, BLOCK)
+    rows = tl.zeros([BLOCK], tl.int64) + tl.program_id(0)
+    tl.store(out_ptr + rows * V + cols, log_noise(seed, rows, cols, V), mask=cols < V)
+
+
+def sorted_race(logits, temperature, top_k, top_p, seed) -> torch.Tensor:
+    """int64 [B]: the race on this noise over each row's kept set as torch-logprobs sorts it
+    (threshold c = its least kept value): argmax over {x >= c, finite} of x / T - log q, the
+    first maximum; greedy rows (T = 0) the first argmax of x."""
+    x = logits.float()
+    batch, vocab = x.shape
+    safe_t = torch.where(temperature > 0, temperature, 1.0).float()
+    _, keep = kept_entries(x, safe_t, top_k, top_p)
+    cutoff = torch.where(keep, x, float("inf")).amin(dim=1, keepdim=True)
+    noise = torch.empty((batch, vocab), dtype=torch.float32, device=x.device)
+    _noise_rows[(batch,)](noise, seed, vocab, BLOCK=triton.next_power_of_2(vocab))
+    kept = (x >= cutoff) & (x > float("-inf"))
+    scores = torch.where(kept, torch.where(kept, x, 0.0) / safe_t[:, None] - noise,
+                         float("-inf"))
+    return torch.where(temperature > 0, scores.argmax(dim=1), x.argmax(dim=1))

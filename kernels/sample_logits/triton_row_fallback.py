@@ -202,16 +202,32 @@ def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids
 
 GPU_BLOCK, GPU_SEARCH, GPU_WARPS = 2048, 2048, 8  # race tile, search tile ([WAYS, 2048])
 GPU_PROGRAMS_PER_SM = 4          # the columns split until the grid has this many per SM
-CPU_TILE = 2**16                 # entries a program holds in the interpreter
+CPU_TILE = 2**17                 # row entries a program holds on a CPU (its search compares
+# them with WAYS probes at once: 2^20 entries, Triton's largest tensor)
+CPU_CALL = 1 << 21               # the interpreter's cost of one operation, in entries touched
 
 
-def fallback_launch(batch: int, vocab: int, device: torch.device, interpret: bool):
-    """(BLOCK_R, BLOCK, SEARCH, splits, warps): in the interpreter (which pays per program)
-    CPU_TILE entries a program and no split; on a GPU one row a program, the columns split
-    until there are GPU_PROGRAMS_PER_SM programs per SM (rows with a search are not
-    split: ``_fallback_race``)."""
-    if interpret or device.type != "cuda":
-        block = min(4096, triton.next_power_of_2(vocab))
+def cpu_block(batch: int, vocab: int) -> int:
+    """The CPU tile's columns: the power of two in [64, 4096] (at most V's) that costs the
+    interpreter least, CPU_CALL entries per operation on a tile (each pass makes a few) plus one per
+    entry it touches (WAYS per row entry in a search): wide tiles for a few rows, narrow
+    ones that pad the row less for many (1024 rows of 4099 columns: 33 tiles of 128)."""
+    def cost(block: int) -> int:
+        rows = max(1, min(triton.next_power_of_2(batch), CPU_TILE // block))
+        per_op = CPU_CALL + WAYS.value * rows * block
+        return triton.cdiv(batch, rows) * triton.cdiv(vocab, block) * per_op
+
+    widest = max(64, min(4096, triton.next_power_of_2(vocab)))
+    return min((1 << b for b in range(12, 5, -1) if 1 << b <= widest), key=cost)
+
+
+def fallback_launch(batch: int, vocab: int, device: torch.device):
+    """(BLOCK_R, BLOCK, SEARCH, splits, warps): on a CPU (the Triton interpreter pays per
+    program and per reduction) CPU_TILE entries a program and no split; on a GPU one row a
+    program, the columns split until there are GPU_PROGRAMS_PER_SM programs per SM (rows
+    with a search are not split: ``_fallback_race``)."""
+    if device.type != "cuda":
+        block = cpu_block(batch, vocab)
         rows = max(1, min(triton.next_power_of_2(batch), CPU_TILE // block))
         return rows, block, block, 1, 4
     wanted = GPU_PROGRAMS_PER_SM * multiprocessors(device) // batch
@@ -219,12 +235,12 @@ def fallback_launch(batch: int, vocab: int, device: torch.device, interpret: boo
     return 1, GPU_BLOCK, GPU_SEARCH, splits, GPU_WARPS
 
 
-def fallback_race(logits, temperature, top_k, top_p, unresolved, ids, seed, interpret) -> None:
+def fallback_race(logits, temperature, top_k, top_p, unresolved, ids, seed) -> None:
     """Write the ids of the rows ``unresolved`` (int8 [B]) flags into ``ids`` (int64 [B]):
     one launch over every row, whatever the flags say (no synchronisation)."""
     batch, vocab = logits.shape
     device = logits.device
-    block_r, block, search, splits, warps = fallback_launch(batch, vocab, device, interpret)
+    block_r, block, search, splits, warps = fallback_launch(batch, vocab, device)
     per_split = triton.cdiv(triton.cdiv(vocab, splits), block) * block
     splits = triton.cdiv(vocab, per_split)
     row_blocks = triton.cdiv(batch, block_r)

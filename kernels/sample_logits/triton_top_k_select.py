@@ -43,9 +43,10 @@ from kernels.sample_logits.race_noise import finite_or_masked, scores
 from kernels.split_scratch import split_scratch
 
 CMAX = tl.constexpr(2048)      # candidates a row may gather
-GPU_SMALL, CPU_SMALL = 128, 64  # up to this many candidates: thresholds by rank (an N x N
-# tile; the interpreter holds many rows a program, so smaller), else by bisection
-TILE = 4096                    # entries of the selected groups read per step
+GPU_SMALL, CPU_SMALL = 128, 16  # up to this many candidates: thresholds by rank (an N x N
+# tile a row; a program of many rows, on a CPU, smaller), else by bisection
+TILE, CPU_TILE = 4096, 1024    # entries of the selected groups read per step (GPU, CPU)
+CPU_NUMEL = 1 << 20            # a CPU program's widest tensor (Triton's limit): its rows
 SCRATCH_BYTES = 1 << 28        # the scratch of one launch (the rows beyond take more launches)
 NUCLEUS_GROUPS = 256           # top-p alone: candidates from the groups of the 256 largest maxima
 
@@ -209,7 +210,7 @@ def whole_row_mass(masses_ptrs, maxima, alone, t):
 def _select_race(logits_ptr, maxima_ptr, masses_ptr, temp_ptr, topk_ptr, topp_ptr, groups_ptr,
                  vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0, B, V, G, stride, kmax,
                  nucleus_groups, BLOCK_R: tl.constexpr, GP: tl.constexpr, S: tl.constexpr,
-                 GB: tl.constexpr, SMALL: tl.constexpr):
+                 GB: tl.constexpr, SMALL: tl.constexpr, NMAX: tl.constexpr):
     """Programs: BLOCK_R rows each, from batch row ``row0`` on (module docstring); scratch
     row r - row0 for batch row r. Memory traffic: the module's."""
     slots = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
@@ -267,7 +268,7 @@ def _select_race(logits_ptr, maxima_ptr, masses_ptr, temp_ptr, topk_ptr, topp_pt
                                        top_p, row_mass, greedy, seed, V, SMALL, True)
     else:
         won, reached = race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, safe_t,
-                                       top_p, row_mass, greedy, seed, V, CMAX, False)
+                                       top_p, row_mass, greedy, seed, V, NMAX, False)
     resolved = active & (count <= CMAX) & (count > 0) & (reached | greedy)
     tl.store(ids_ptr + rows, won.to(tl.int64), mask=resolved)
     tl.store(unresolved_ptr + rows, (~resolved).to(tl.int8), mask=ok)
@@ -283,10 +284,8 @@ def select_race(logits, maxima, masses, width, temperature, top_k, top_p, kmax, 
     is keyed by the batch row either way."""
     batch, vocab = logits.shape
     count = maxima.shape[1]
-    small = GPU_SMALL if logits.device.type == "cuda" and block_r == 1 else CPU_SMALL
-    gp = triton.next_power_of_2(count)
-    gb = max(1, min(gp, TILE // width))
     device = logits.device
+    small, gp, gb, nmax = tiers(vocab, count, width, device, block_r)
     ids = torch.empty(batch, dtype=torch.int64, device=device)
     unresolved = torch.empty(batch, dtype=torch.int8, device=device)
     per_launch = scratch_rows(gp, block_r, batch)
@@ -299,8 +298,30 @@ def select_race(logits, maxima, masses, width, temperature, top_k, top_p, kmax, 
             logits, maxima, masses, temperature, top_k, top_p, groups, vals, cols, ids,
             unresolved, seed, row0, batch, vocab, count, logits.stride(0), kmax, NUCLEUS_GROUPS,
             BLOCK_R=block_r, GP=gp,
-            S=width, GB=gb, SMALL=small, num_warps=warps)
+            S=width, GB=gb, SMALL=small, NMAX=nmax, num_warps=warps)
     return ids, unresolved
+
+
+def tiers(vocab: int, groups: int, width: int, device: torch.device, block_r: int
+          ) -> tuple[int, ...]:
+    """(SMALL, GP, GB, NMAX) of ``_select_race``: the most candidates ranked by an N x N
+    comparison (GPU_SMALL with one row a program, as on a GPU), the group count and the
+    groups read per step as powers of two, and the width of the bisection's tensors (a row
+    never holds more than V candidates)."""
+    cuda = device.type == "cuda"
+    gp = triton.next_power_of_2(groups)
+    gb = max(1, min(gp, (TILE if cuda else CPU_TILE) // width))
+    nmax = min(CMAX.value, triton.next_power_of_2(vocab))
+    return (GPU_SMALL if block_r == 1 else CPU_SMALL), gp, gb, nmax
+
+
+def cpu_rows(batch: int, vocab: int, groups: int, width: int) -> int:
+    """Rows a CPU program of ``_select_race`` holds: as many as keep its widest tensor
+    within CPU_NUMEL entries (the interpreter pays per program and per reduction, little
+    per entry)."""
+    small, gp, gb, nmax = tiers(vocab, groups, width, torch.device("cpu"), 2)
+    widest = max(small * small, gp, gb * width, nmax)
+    return max(1, min(triton.next_power_of_2(batch), CPU_NUMEL // widest))
 
 
 def scratch_rows(gp: int, block_r: int, batch: int) -> int:
