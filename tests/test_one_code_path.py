@@ -108,3 +108,37 @@ def test_the_rule_lets_device_type_launch_settings_and_prose_pass():
               '    """Tiles by device type (the interpreter runs on CPU tensors)."""\n'
               '    return (1, 2048) if device.type == "cuda" else (batch, 2**17)  # interpreter\n')
     assert module_violations(source) == []
+
+
+def launched_kernels_specialising_the_seed(source: str) -> list[str]:
+    """The ``@triton.jit`` functions launched in ``source`` (``name[grid](...)``) that take a
+    ``seed`` without ``do_not_specialize=["seed", ...]``. Compiled Triton specialises an int
+    argument equal to 1 into a constant (the interpreter never does), so a seed of 1 takes
+    another compiled path, and per-request seeds' ``seed.dtype.is_ptr()`` fails to compile."""
+    tree = ast.parse(source)
+    launched = {node.value.id for node in ast.walk(tree)
+                if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)}
+    found = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef) or fn.name not in launched \
+                or not any(a.arg == "seed" for a in fn.args.args):
+            continue
+        for decorator in fn.decorator_list:
+            text = ast.unparse(decorator)
+            if text.startswith("triton.jit") and not re.search(
+                    r"do_not_specialize=\[[^\]]*'seed'", text):
+                found.append(fn.name)
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(KERNELS.rglob("*.py")), ids=lambda p: p.name)
+def test_no_launched_kernel_specialises_its_seed(path):
+    found = launched_kernels_specialising_the_seed(path.read_text())
+    assert not found, f"{path.name}: {found} take a seed without do_not_specialize"
+
+
+def test_the_seed_rule_can_fail():
+    source = ("@triton.jit\ndef _k(out, seed, V):\n    pass\n\n"
+              "@triton.jit(do_not_specialize=['seed'])\ndef _ok(out, seed):\n    pass\n\n"
+              "def call():\n    _k[(1,)](o, 1, 2)\n    _ok[(1,)](o, 1)\n")
+    assert launched_kernels_specialising_the_seed(source) == ["_k"]

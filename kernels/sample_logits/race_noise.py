@@ -52,7 +52,7 @@ def scores(x, cutoff, t, seed, rows, cols, V):
     return tl.where(kept, z - log_noise(seed, rows, cols, V), float("-inf"))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["seed"])
 def _noise_rows(out_ptr, seed, V, BLOCK: tl.constexpr):
     """log q of every column of row ``program_id``. Memory traffic: 4 B V written a row."""
     cols = tl.arange(0, BLOCK)
