@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from harness.errors import KernelFailure
-from harness.families import BenchSpec, Family
+from harness.families import BenchSpec, Check, Family
 from harness.families.sample import token_ids
 
 
@@ -122,6 +122,32 @@ def bench_batch(shape: str, device: torch.device) -> dict:
             "top_p": torch.full((batch,), p, device=device)}
 
 
+CHECKS = (
+    Check("validity", "test_validity.py", sanitize=True, detects=(
+        "a broken contract, a masked token (-inf, outside top-k or top-p) drawn, greedy rows "
+        "off the argmax, ids that change between two calls with one seed, a raise, a hang")),
+    Check("fit_curated", "test_fit.py", statistical=True, detects=(
+        "a wrong processed law on curated rows (temperature, top-k with ties, top-p on the "
+        "renormalised top-k set): total variation over fit_tv")),
+    Check("fit_generated", "test_fit.py", statistical=True, detects=(
+        "a wrong processed law on Hypothesis-generated rows (ties, -inf, huge ranges, three "
+        "dtypes)")),
+    Check("fit_large_vocab", "test_fit.py", statistical=True, gpu=True, detects=(
+        "a wrong processed law at V = 151936: total variation over large_tv")),
+    Check("boundaries", "test_boundaries.py", statistical=True, detects=(
+        "a wrong top-k or top-p boundary decision carrying real mass (ties at the k-th "
+        "dropped, the crossing token dropped, top-p before top-k)")),
+    Check("greedy", "test_greedy.py", detects=(
+        "a temperature-0 row that is not the lowest-index argmax of its logits, in any dtype, "
+        "mixed with sampled rows")),
+    Check("independence", "test_independence.py", statistical=True, detects=(
+        "draws that depend on each other across rows of a call or calls with adjacent "
+        "seeds")),
+    Check("tail", "test_tail.py", statistical=True, detects=(
+        "rare tokens of the processed law winning too seldom or too often (a noise floor)")),
+)
+
+
 FAMILY = Family(
     name="sample-logits",
     parameters=("logits", "temperature", "top_k", "top_p", "seed"),
@@ -132,6 +158,7 @@ FAMILY = Family(
     output_bytes=lambda inputs: 8 * inputs["logits"].shape[0],
     draws=lambda inputs: inputs["logits"].numel(),
     budgets=BUDGETS,
+    checks=CHECKS,
     writable=("logits",),
     bench=BenchSpec(
         gpu_shapes=("256x151936", "32x128256", "1x32000"), cpu_shapes=("8x4099",),

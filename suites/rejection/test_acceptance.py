@@ -101,6 +101,5 @@ def acceptance_length(ctx):
                    describe=lambda r: f"A = {r['worst_cell']}")
 
 
-@pytest.mark.statistical
 def test_acceptance_length(check):
     check.run(acceptance_length)

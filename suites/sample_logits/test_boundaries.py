@@ -79,6 +79,5 @@ def boundaries(ctx) -> Outcome:
     return outcome(ctx, results, alpha, tv)
 
 
-@pytest.mark.statistical
 def test_boundaries(check):
     check.run(boundaries)
