@@ -129,3 +129,11 @@ def test_the_plugin_marks_checks_from_the_declaration():
     with pytest.raises(pytest.UsageError, match="declares check 'tail' in test_tail.py, not "
                                                 "test_fit.py"):
         _mark_as_declared([_Item("sample", "test_tail", "test_fit.py")])
+
+
+def test_the_api_names_a_misspelt_check_before_it_runs(tmp_path):
+    from harness.api import run_checks
+    with pytest.raises(HarnessError, match="family 'sample' declares no check 'fit'; its "
+                                           "checks: validity, fit_curated"):
+        run_checks("sample", "torch-fp64", tmp_path, checks=["fit"])
+    assert not any(tmp_path.iterdir())
