@@ -42,10 +42,13 @@ def check(session):
 
 @nox.session(venv_backend="none")
 def gpu(session):
-    """On a GPU machine: unit tests on CUDA, then every kernel and mutant at standard."""
+    """On a GPU machine: unit tests on CUDA, then the self-test (every clean kernel must
+    pass, every mutant fail the checks that catch it; posargs such as ``--budget standard``
+    are passed on)."""
     _install(session, offline=True)
     session.run("python3", "-m", "pytest", "tests", "-q")
-    session.run("bash", "scripts/gpu-validate.sh", "all", *session.posargs)
+    session.run("python3", "-m", "harness.cli", "selftest", "all", "--device", "cuda",
+                *session.posargs)
 
 
 @nox.session(venv_backend="none")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.families import FAMILIES
 from harness.verdict import Verdict, overall
 
 
@@ -57,6 +58,9 @@ def run_checks(family: str, kernel: str, report_dir: str | Path, checks: list[st
     """Run ``checks`` (default: all) of ``family`` on ``kernel`` (a registered name,
     ``package.module:attr`` or ``path/to/file.py:attr``). Raises ``HarnessError`` with the
     harness's one-line reason when it could not run (exit 2)."""
+    if family in FAMILIES:          # a misspelt check: its name and the family's, not "no
+        for name in checks:         # checks selected"
+            FAMILIES[family].check(name)
     report_dir = Path(report_dir)
     args = [sys.executable, "-m", "harness.cli", "check", family, "--kernel", kernel,
             "--budget", budget, "--device", device, "--report-dir", str(report_dir), *extra]

@@ -25,12 +25,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
 from pathlib import Path
 
+from harness.arguments import positive
 from harness.budgets import BUDGET_NAMES
 from harness.errors import HarnessError
 from harness.families import FAMILIES
 from harness.loader import load
+from harness.report_schema import as_float, read_report
 from harness.reports import atomic_write, writable
-from harness.reproduce import as_float, read_report
 
 RUN = "(whole run)"
 CONFIG = ("family", "kernel", "budget", "device", "select", "family_alpha",
@@ -38,19 +39,17 @@ CONFIG = ("family", "kernel", "budget", "device", "select", "family_alpha",
 
 
 def add_arguments(parser) -> None:
-    from harness.cli import _positive  # the CLI's one argument type (imported late: cli
-    #                                       imports this module while building its parser)
     parser.add_argument("family", choices=tuple(FAMILIES))
     parser.add_argument("--kernel", required=True, metavar="TARGET")
-    parser.add_argument("--runs", type=_positive(int), required=True, metavar="N")
+    parser.add_argument("--runs", type=positive(int), required=True, metavar="N")
     parser.add_argument("--budget", default="quick", choices=BUDGET_NAMES)
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    parser.add_argument("--workers", type=_positive(int), default=os.cpu_count() or 1, metavar="J")
+    parser.add_argument("--workers", type=positive(int), default=os.cpu_count() or 1, metavar="J")
     parser.add_argument("--first-seed", type=int, default=1, metavar="S")
     parser.add_argument("-k", dest="select", default=None, help="pytest -k selection of checks")
-    parser.add_argument("--family-alpha", type=_positive(float, 1.0), default=None,
+    parser.add_argument("--family-alpha", type=positive(float, 1.0), default=None,
                         help="passed to each run (a larger one makes false fails measurable)")
-    parser.add_argument("--statistical-checks", type=_positive(int), default=None, metavar="N")
+    parser.add_argument("--statistical-checks", type=positive(int), default=None, metavar="N")
     parser.add_argument("--out", default=None, metavar="DIR", help="default: reports/<timestamp>/")
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import suites
 from harness import distributed, xdist_gpus
+from harness.arguments import positive
 from harness.budgets import BUDGET_NAMES, get_budget
 from harness.errors import HarnessError
 from harness.families import FAMILIES
@@ -27,17 +28,6 @@ from harness.reports import writable
 from harness.runner import resolve_device, use_triton_interpreter_without_gpu
 from harness.sanitize import TOOLS, require_tool
 from harness.stats.multiple import DEFAULT_FAMILY_ALPHA
-
-
-def _positive(kind, upper=None):
-    """An argparse type: a number > 0 (and < ``upper``), else a one-line usage error."""
-    def parse(text: str):
-        value = kind(text)
-        if value <= 0 or (upper is not None and value >= upper):
-            bound = f" and < {upper}" if upper is not None else ""
-            raise argparse.ArgumentTypeError(f"must be > 0{bound}, got {text}")
-        return value
-    return parse
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,15 +42,15 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--seed", type=int, default=DEFAULT_SEED, help="harness seed")
     check.add_argument("--report-dir", default=None, help="default: reports/<timestamp>/")
     check.add_argument("-k", dest="select", default=None, help="pytest -k selection of checks")
-    check.add_argument("--call-timeout", type=_positive(float), default=600.0)
-    check.add_argument("--family-alpha", type=_positive(float, 1.0),
+    check.add_argument("--call-timeout", type=positive(float), default=600.0)
+    check.add_argument("--family-alpha", type=positive(float, 1.0),
                        default=DEFAULT_FAMILY_ALPHA)
-    check.add_argument("--statistical-checks", type=_positive(int), default=None, metavar="N",
+    check.add_argument("--statistical-checks", type=positive(int), default=None, metavar="N",
                        help="split the false-fail budget as if over N statistical checks "
                             "(set by reproduce commands; default: count the selected run's)")
     check.add_argument("--sanitize", default=None, choices=TOOLS,
                        help="re-run the validity checks under compute-sanitizer (GPU only)")
-    check.add_argument("--gpus", type=_positive(int), default=None, metavar="N",
+    check.add_argument("--gpus", type=positive(int), default=None, metavar="N",
                        help="spread the checks over N GPUs, one pytest-xdist worker each (on "
                             "a CPU run: N workers on the CPU); see docs/scale-out.md")
     sub.add_parser("list", help="families, kernels and mutants")
@@ -77,10 +67,10 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--report-dir", default=None)
     bench.add_argument("--cuda-graph", action="store_true",
                        help="time CUDA-graph replay of each call (launch cost apart)")
-    bench.add_argument("--repeat", type=_positive(int), default=3, metavar="N",
+    bench.add_argument("--repeat", type=positive(int), default=3, metavar="N",
                        help="isolated repeats of each figure; the table shows their median "
                             "and min-max (default 3)")
-    bench.add_argument("--calls", type=_positive(int), default=None, metavar="N",
+    bench.add_argument("--calls", type=positive(int), default=None, metavar="N",
                        help="timed calls per repeat (default 50 on a GPU, 5 on a CPU)")
     bench.add_argument("--launch", action="append", default=[], metavar="KEY=V[,V...]",
                        help="time the kernels also under these launch settings (keyword "
@@ -93,11 +83,13 @@ def _parser() -> argparse.ArgumentParser:
                             "(written to bench-profile.md)")
     from harness.simulate import add_arguments
     add_arguments(sub.add_parser("simulate", help="run the speculative-decoding engine"))
-    from harness import calibrate, compare, reproduce
+    from harness import calibrate, compare, reproduce, selftest
     reproduce.add_arguments(sub.add_parser("reproduce", help="re-run one check of a report"))
     compare.add_arguments(sub.add_parser("compare", help="compare two reports' checks"))
     calibrate.add_arguments(sub.add_parser("calibrate", help="false-fail rate or power of a "
                                            "family's checks over many harness seeds"))
+    selftest.add_arguments(sub.add_parser("selftest", help="every registered kernel must pass "
+                                          "and every mutant fail the checks that catch it"))
     return parser
 
 
@@ -270,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "compare":
             from harness.compare import run_compare
             return run_compare(args)
+        if args.command == "selftest":
+            from harness.selftest import run_selftest
+            return run_selftest(args, _report_dir(args.report_dir))
         if args.command == "calibrate":
             from harness.calibrate import run_calibrate
             return run_calibrate(args, _report_dir(args.out))

@@ -18,8 +18,8 @@ import math
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.report_schema import as_float, read_report, report_path
 from harness.reports import atomic_write, writable
-from harness.reproduce import as_float, read_report, report_path
 
 WORSE = {("pass", "fail"), ("pass", "error"), ("fail", "error")}
 COLUMNS = ("verdict", "p_value", "statistic", "samples", "min_detectable_effect", "alpha")

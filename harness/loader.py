@@ -79,4 +79,4 @@ def load(target: str, family: str) -> Kernel:
                            f"{family!r} calls {contract.signature}") from None
     except ValueError:
         pass  # builtins without a signature: let the first call decide
-    return Kernel(name=name, target=target, family=family, fn=fn, meta=role_of(fn, name))
+    return Kernel(name=name, target=target, family=family, fn=fn, meta=role_of(fn, name, family))

@@ -1,10 +1,12 @@
 """The pytest plugin: options, kernel parametrisation, the false-fail budget, verdicts, reports.
 
-One run = one pytest session. Suite modules mark their family (``pytest.mark.family``), their
-statistical checks (``pytest.mark.statistical``) and the checks that need a GPU
-(``pytest.mark.gpu``: skipped on a CPU run, still counted in the budget split); each check
-is a test taking the ``check`` fixture, which runs a check function against one kernel and
-records its verdict. Nothing here knows a family: each comes from ``harness.families``.
+One run = one pytest session. Suite modules mark their family (``pytest.mark.family``); each
+check is a test taking the ``check`` fixture, which runs a check function against one kernel
+and records its verdict. The family declares its checks (``harness.families.Check``): from
+that declaration the plugin marks the statistical ones (``pytest.mark.statistical``) and those
+that need a GPU (``pytest.mark.gpu``: skipped on a CPU run, still counted in the budget
+split); a check function the family does not declare stops the run. Nothing here knows a
+family: each comes from ``harness.families``.
 
 A guest in other people's pytest: installed beside an engine, the plugin is loaded by every
 pytest run of that environment. It adds only ``--harness-*`` options, and it stays inert
@@ -196,6 +198,7 @@ def pytest_collection_modifyitems(session, config, items):
     state = _state(config)
     if state is None:
         return
+    _mark_as_declared(items)
     state.statistical_checks = state.pinned_checks or sum(
         _is_check(item) and item.get_closest_marker("statistical") is not None
         for item in items)
@@ -209,6 +212,27 @@ def pytest_collection_modifyitems(session, config, items):
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
+
+
+def _mark_as_declared(items) -> None:
+    """Mark each collected check as its family declares it (statistical, GPU only); a check
+    function that the family does not declare, or declares in another file, is a usage
+    error: its alpha share and its device could only be guessed."""
+    for item in items:
+        marker = item.get_closest_marker("family")
+        if marker is None or "check" not in getattr(item, "fixturenames", ()):
+            continue
+        name = getattr(item, "originalname", item.name).removeprefix("test_")
+        try:
+            declared = FAMILIES[marker.args[0]].check(name)
+        except HarnessError as exc:
+            raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
+        if item.path.name != declared.file:
+            raise pytest.UsageError(f"{item.nodeid}: family {marker.args[0]!r} declares check "
+                                    f"{name!r} in {declared.file}, not {item.path.name}")
+        for mark, on in (("statistical", declared.statistical), ("gpu", declared.gpu)):
+            if on and item.get_closest_marker(mark) is None:
+                item.add_marker(mark)
 
 
 def pytest_collection_finish(session):

@@ -21,6 +21,7 @@ from importlib.metadata import entry_points
 
 from harness.budgets import BUDGET_NAMES
 from harness.errors import HarnessError
+from harness.families import FAMILIES
 
 GROUP = "sampling_harness.kernels."
 ROLES = ("kernel", "baseline", "mutant")
@@ -40,7 +41,7 @@ class Entry:
 
     @property
     def meta(self) -> dict:
-        return role_of(self.load(), self.name)
+        return role_of(self.load(), self.name, self.family)
 
     @property
     def role(self) -> str:
@@ -95,8 +96,20 @@ def entries(family: str) -> dict[str, Entry]:
     return found
 
 
-def role_of(fn, name: str = "") -> dict:
-    """The validated ``sampling_harness`` metadata of a callable ({"role": "kernel"} if none)."""
+def _undeclared(family: str, label: str, named) -> None:
+    """``HarnessError`` if ``named`` holds a check that ``family`` does not declare."""
+    declared = {c.name for c in FAMILIES[family].checks} if family in FAMILIES else None
+    unknown = sorted(set(named) - declared) if declared is not None else []
+    if unknown:
+        raise HarnessError(f"kernel {label!r} of family {family!r} names check(s) {unknown} "
+                           f"that the family does not declare; its checks: "
+                           f"{', '.join(c.name for c in FAMILIES[family].checks)}")
+
+
+def role_of(fn, name: str = "", family: str | None = None) -> dict:
+    """The validated ``sampling_harness`` metadata of a callable ({"role": "kernel"} if none).
+    With ``family``, every check the metadata names (a mutant's ``caught_by``, a baseline's
+    ``must_fail`` and ``may_fail``) must be one that family declares."""
     meta = getattr(fn, "sampling_harness", None)
     if meta is None:
         return {"role": "kernel"}
@@ -111,12 +124,19 @@ def role_of(fn, name: str = "") -> dict:
         if not meta.get("caught_by") or meta.get("budget") not in BUDGET_NAMES:
             raise HarnessError(f"mutant {label!r} must name the checks that catch it "
                                f"(caught_by) and a budget in {BUDGET_NAMES}")
+        if family is not None:
+            _undeclared(family, label, meta["caught_by"])
     if meta["role"] == "baseline":
         for by_budget in meta.get("must_fail", {}).values():
             unknown = set(by_budget) - set(BUDGET_NAMES)
             if unknown:
                 raise HarnessError(f"baseline {label!r}: unknown budget(s) {sorted(unknown)} "
                                    f"in must_fail")
+        if family is not None:
+            _undeclared(family, label, [check for by in meta.get("must_fail", {}).values()
+                                        for checks in by.values() for check in checks] +
+                        [check for checks in meta.get("may_fail", {}).values()
+                         for check in checks])
     return meta
 
 

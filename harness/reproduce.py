@@ -7,13 +7,12 @@ random bits: on the same device its statistic must equal the recorded one, bit f
 Floats are compared exactly or within ``REL_TOL`` relative (a last-digit slack, not a
 tolerance for a different computation). Exit 0: the same; 1: it differs; 2: no run.
 
-Also here: ``read_report``, the schema check of a report.json, shared with compare and
-calibrate.
+The recorded check is found by its family's declaration (``harness.families.Check``) and
+re-run alone: its suite file and test function, no ``-k`` substring match.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
@@ -23,18 +22,12 @@ import torch
 import suites
 from harness.errors import HarnessError
 from harness.families import FAMILIES
+from harness.report_schema import CHECK_FIELDS, as_float, read_report, report_path
 from harness.reports import writable
 from harness.runner import resolve_device
 from harness.sanitize import TOOLS, require_tool
 
 REL_TOL = 1e-9
-VERDICTS = ("pass", "fail", "error")
-_NUMBER_STRINGS = ("nan", "inf", "-inf")          # how reports.py writes non-finite floats
-RUN_FIELDS = {"verdict": str, "budget": str, "device": str, "harness_seed": int,
-              "family_alpha": (int, float), "statistical_checks": int, "checks": list}
-CHECK_FIELDS = ("name", "family", "kernel", "verdict", "statistic", "p_value", "alpha",
-                "samples", "min_detectable_effect", "seed")
-NUMERIC_FIELDS = ("statistic", "p_value", "alpha", "samples", "min_detectable_effect")
 
 
 def add_arguments(parser) -> None:
@@ -44,68 +37,6 @@ def add_arguments(parser) -> None:
     parser.add_argument("--kernel", default=None, metavar="NAME",
                         help="which kernel's verdict, when the report checked several")
     parser.add_argument("--report-dir", default=None, help="default: reports/<timestamp>/")
-
-
-def report_path(given: str | Path) -> Path:
-    """A report.json, or a report directory holding one."""
-    path = Path(given)
-    return path / "report.json" if path.is_dir() else path
-
-
-def as_float(value) -> float | None:
-    """A report number as a float: None stays None; "nan", "inf", "-inf" (JSON has no
-    non-finite floats, so reports write them as strings) become floats."""
-    if value is None:
-        return None
-    return float(value)
-
-
-def _is_number(value) -> bool:
-    return value is None or value in _NUMBER_STRINGS or (
-        isinstance(value, (int, float)) and not isinstance(value, bool))
-
-
-def read_report(given: str | Path, fields: tuple[str, ...] = CHECK_FIELDS) -> dict:
-    """Parse and check a report.json; every fault is one ``HarnessError`` line naming the
-    file: missing, empty, not JSON, truncated, or not the schema of ``reports.to_json``."""
-    path = report_path(given)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise HarnessError(f"{path}: no such report") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HarnessError(f"{path}: cannot read the report: {exc}") from None
-    if not text.strip():
-        raise HarnessError(f"{path}: the report is empty")
-    try:
-        body = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
-            raise HarnessError(f"{path}: truncated report: the JSON ends at line {exc.lineno} "
-                               f"before it is complete ({exc.msg})") from None
-        raise HarnessError(f"{path}: not a JSON report: {exc.msg} at line {exc.lineno} "
-                           f"column {exc.colno}") from None
-    if not isinstance(body, dict):
-        raise HarnessError(f"{path}: not a sampling-harness report (a JSON "
-                           f"{type(body).__name__}, not an object)")
-    for key, kind in RUN_FIELDS.items():
-        if key not in body:
-            raise HarnessError(f"{path}: not a sampling-harness report: no {key!r} field")
-        if not isinstance(body[key], kind) or isinstance(body[key], bool):
-            raise HarnessError(f"{path}: wrong schema: {key!r} is {body[key]!r}")
-    for i, check in enumerate(body["checks"]):
-        where = f"{path}: wrong schema: checks[{i}]"
-        if not isinstance(check, dict):
-            raise HarnessError(f"{where} is a {type(check).__name__}, not an object")
-        missing = [f for f in fields if f not in check]
-        if missing:
-            raise HarnessError(f"{where} has no {', '.join(map(repr, missing))}")
-        if check["verdict"] not in VERDICTS:
-            raise HarnessError(f"{where} has verdict {check['verdict']!r}, not pass|fail|error")
-        for key in NUMERIC_FIELDS:
-            if key in check and not _is_number(check[key]):
-                raise HarnessError(f"{where} has {key} {check[key]!r}, not a number")
-    return body
 
 
 def same_value(old, new, rel_tol: float = REL_TOL) -> bool:
@@ -157,14 +88,21 @@ def sanitizer(verdict: dict) -> str | None:
     return tool if verdict["name"] != verdict["check"] and tool in TOOLS else None
 
 
-def pytest_args(report: dict, verdict: dict, report_dir: Path) -> list[str]:
-    """The pytest command line of the recorded run, for this check's kernel only."""
-    if verdict["family"] not in FAMILIES:
+def check_node(verdict: dict) -> str:
+    """The pytest node of the verdict's check: its declared suite file and test function
+    (``-k test_fit`` would be a substring match, running fit_curated and the others too)."""
+    family = FAMILIES.get(verdict["family"])
+    if family is None:
         raise HarnessError(f"the report's family {verdict['family']!r} is unknown here; known: "
                            f"{', '.join(FAMILIES)}")
-    suite = Path(suites.__file__).parent / FAMILIES[verdict["family"]].suite
-    args = [str(suite), "-q", "-p", "no:cacheprovider", "--harness-kernel", verdict["target"],
-            "--harness-budget", report["budget"],
+    declared = family.check(verdict["check"])
+    return f"{Path(suites.__file__).parent / family.suite / declared.file}::{declared.function}"
+
+
+def pytest_args(report: dict, verdict: dict, report_dir: Path) -> list[str]:
+    """The pytest command line of the recorded run, for this check's kernel only."""
+    args = [check_node(verdict), "-q", "-p", "no:cacheprovider", "--harness-kernel",
+            verdict["target"], "--harness-budget", report["budget"],
             "--harness-device", torch.device(report["device"]).type,
             "--harness-seed", str(report["harness_seed"]),
             "--harness-family-alpha", repr(float(report["family_alpha"])),
@@ -173,21 +111,6 @@ def pytest_args(report: dict, verdict: dict, report_dir: Path) -> list[str]:
         args += ["--harness-statistical-checks", str(report["statistical_checks"])]
     tool = sanitizer(verdict)
     return args + (["--harness-sanitize", tool] if tool else [])
-
-
-class ExactCheck:
-    """A pytest plugin keeping only the test function named exactly ``function`` (``-k`` is a
-    substring match: ``-k test_fit`` would also run test_fit_curated)."""
-
-    def __init__(self, function: str):
-        self.function = function
-
-    def pytest_collection_modifyitems(self, config, items):
-        keep = [i for i in items if getattr(i, "originalname", i.name) == self.function]
-        drop = [i for i in items if getattr(i, "originalname", i.name) != self.function]
-        if drop:
-            config.hook.pytest_deselected(items=drop)
-            items[:] = keep
 
 
 def _show(value) -> str:
@@ -228,10 +151,9 @@ def run_reproduce(args, report_dir: Path) -> int:
           "statistical checks")
 
     import pytest
-    code = pytest.main(pytest_argv, plugins=[ExactCheck(f"test_{old['check']}")])
+    code = pytest.main(pytest_argv)
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        raise HarnessError(f"suite {old['family']!r} has no test_{old['check']} for kernel "
-                           f"{old['target']!r}: nothing ran")
+        raise HarnessError(f"{pytest_argv[0]} ran nothing for kernel {old['target']!r}")
     new_path = report_dir / "report.json"
     if not new_path.exists():
         raise HarnessError(f"the re-run recorded no verdict (pytest exit {int(code)}: "

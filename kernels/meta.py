@@ -7,10 +7,13 @@ The attribute is a plain dict, so a kernel package needs neither this module nor
 harness to declare it:
 
 * ``{"role": "mutant", "caught_by": [...], "budget": "quick", "bug": "...", "tool": "",
-  "devices": ["cpu", "cuda"]}``: a deliberately wrong kernel; the checks named must fail on
-  it at that budget (and above) on the devices named (default: all); ``tool`` names the
+  "devices": ["cpu", "cuda"], "call_timeout": None}``: a deliberately wrong kernel; the
+  checks named (checks its family declares, ``harness.families.Check``) must fail on it at
+  that budget (and above) on the devices named (default: all); ``tool`` names the
   compute-sanitizer tool that must catch it instead, if any. A bug that lives in one
   device's random numbers (CUDA's float32 exponential floor) names that device alone.
+  ``call_timeout``: the seconds a call may take in the self-test (a mutant that hangs:
+  a short one, so that its run ends soon), None for the default.
 * ``{"role": "baseline", "shipped_by": "...", "must_fail": {device: {budget: [checks]}},
   "may_fail": {device: [checks]}}``: an engine's shipped behaviour, known to be wrong
   somewhere. On ``device`` at ``budget`` and above, the checks in ``must_fail`` must fail
@@ -22,13 +25,13 @@ from __future__ import annotations
 
 
 def mutant(caught_by: tuple[str, ...], budget: str, bug: str, tool: str = "",
-           devices: tuple[str, ...] = ("cpu", "cuda")):
+           devices: tuple[str, ...] = ("cpu", "cuda"), call_timeout: float | None = None):
     """Mark a function as a mutant re-creating ``bug``, caught by ``caught_by`` at ``budget``
     on ``devices``."""
     def mark(fn):
         fn.sampling_harness = {"role": "mutant", "caught_by": list(caught_by),
                                "budget": budget, "bug": bug, "tool": tool,
-                               "devices": list(devices)}
+                               "devices": list(devices), "call_timeout": call_timeout}
         return fn
     return mark
 

@@ -11,8 +11,7 @@ out=${OUT:-/tmp/out}/calibration/$family
 work=/tmp/calibration/$family
 mkdir -p "$out" "$work"
 [ -z "${RESUME:-}" ] || cp -r "$RESUME"/. "$work"/
-export PYTHONUNBUFFERED=1
-unset TRITON_INTERPRET
+source "$(dirname "$0")/gpu-env.sh"
 keep() {  # the summaries of one calibration (per-run reports stay on the machine)
   mkdir -p "$out/$1" && cp "$work/$1"/summary.* "$work/$1"/runs.csv "$out/$1"/ 2>/dev/null
 }

@@ -15,14 +15,10 @@ out=${2:-${OUT:-reports}/scale-out}
 budget=${BUDGET:-thorough}
 tail_kernel=${TAIL_KERNEL:-triton-exact}
 device=${DEVICE:-cuda}
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 PYTHONUNBUFFERED=1
-unset TRITON_INTERPRET
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+source "$(dirname "$0")/gpu-env.sh"
 mkdir -p "$out"
 : > "$out/times.txt"
-if [ -z "${NO_INSTALL:-}" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null 2>&1 \
-    || python3 -m pip install -q --no-index --no-deps --no-build-isolation -e .
-fi
 python3 -c "import torch, xdist; print('torch', torch.__version__, 'xdist', xdist.__version__, \
 torch.cuda.device_count(), 'GPUs', torch.cuda.get_device_name() if torch.cuda.is_available() else '')"
 select=(); [ -z "${SELECT:-}" ] || select=(-k "$SELECT")

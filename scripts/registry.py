@@ -6,6 +6,7 @@
 import sys
 
 from harness.registry import by_role, default_kernels, entries
+from harness.selftest import selection
 
 family, what, *rest = sys.argv[1:]
 if what == "tested":
@@ -13,7 +14,7 @@ if what == "tested":
 elif what in ("kernel", "baseline", "mutant"):
     print("\n".join(by_role(family, what)))
 elif what == "caught":
-    print(" or ".join(f"test_{check}" for check in entries(family)[rest[0]].meta["caught_by"]))
+    print(selection(entries(family)[rest[0]].meta["caught_by"]))
 elif what == "tool":
     print(entries(family)[rest[0]].meta.get("tool", ""))
 else:

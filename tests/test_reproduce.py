@@ -58,12 +58,13 @@ def test_a_different_statistic_exits_1_and_says_how(recorded, tmp_path):
 
 def test_selects_the_check_by_its_exact_name(recorded, tmp_path):
     """``-k test_fit`` would run fit_curated, fit_generated and fit_large_vocab: reproduce
-    runs the test function named exactly test_<check>, here none."""
+    runs the check its family declares by that exact name, here none."""
     def edit(report):
         report["checks"][0]["name"] = report["checks"][0]["check"] = "fit"
     code, output, _ = cli("reproduce", edited(recorded, tmp_path, edit), "fit",
                           report_dir=tmp_path / "again")
-    assert code == 2 and "has no test_fit for kernel 'torch-fp64'" in output
+    assert code == 2 and "family 'sample' declares no check 'fit'; its checks: " \
+        "validity, fit_curated" in output
     assert "Traceback" not in output and not (tmp_path / "again" / "report.json").exists()
 
 

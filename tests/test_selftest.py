@@ -1,7 +1,7 @@
-"""The harness run on its own kernels: every registered kernel passes and every baseline
-meets its stated expectation; every mutant fails the checks its metadata names, at the
-budget named there; together the mutants of a family make every check of that family fail
-at least once.
+"""The harness run on its own kernels, through ``harness.selftest`` (what ``sampling-harness
+selftest all`` runs): every registered kernel passes and every baseline meets its stated
+expectation; every mutant fails the checks its metadata names, at the budget named there.
+That every declared check has a mutant naming it is tests/test_declared_checks.py.
 
 On a CPU the clean run is `check all` at the smoke budget (every edge case of every
 validity check, few draws; the Triton kernels through the Triton interpreter, where quick
@@ -12,87 +12,104 @@ budget (1e-4) covers all kernels of all families.
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 import torch
 
+from harness import selftest
 from harness.families import FAMILIES
-from harness.registry import by_role, default_kernels
-from tests.helpers import cli, verdicts
+from harness.registry import default_kernels
+from tests.helpers import cli
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-SUITES = Path(__file__).parent.parent / "suites"
-CHECK = re.compile(r"^((?:@pytest\.mark\.\w+\n)*)def test_(\w+)\(check\)", re.M)
-
-
-def checks(family: str) -> dict[str, bool]:
-    """Every check of a family's suite -> whether it runs on a GPU only."""
-    return {m.group(2): "@pytest.mark.gpu" in m.group(1)
-            for path in (SUITES / FAMILIES[family].suite).glob("test_*.py")
-            for m in CHECK.finditer(path.read_text())}
-
-
-def _mutants() -> dict[tuple[str, str], dict]:
-    return {(family, name): entry.meta for family in FAMILIES
-            for name, entry in by_role(family, "mutant").items()}
+MUTANTS = [case for case in selftest.plan("all", DEVICE) if case.role == "mutant"]
 
 
 def test_every_registered_kernel_passes(tmp_path):
-    budget = "quick" if DEVICE == "cuda" else "smoke"
-    code, output, report = cli("check", "all", "--device", DEVICE, "--budget", budget,
-                               report_dir=tmp_path, timeout=1800)
-    assert report is not None, output
-    failed = [c for c in report["checks"] if c["expected"] not in (c["verdict"], "either")]
-    assert code == 0 and not failed, f"{failed}\n{output[-3000:]}"
+    result = selftest.run_case(selftest.clean_case("all", DEVICE), tmp_path, timeout=1800)
+    assert result.status == "pass", f"{result.detail}\n{result.output[-3000:]}"
     expected = {(family, kernel) for family in FAMILIES for kernel in default_kernels(family)}
-    assert {(c["family"], c["kernel"]) for c in report["checks"]} == expected
+    assert {(c["family"], c["kernel"]) for c in result.report["checks"]} == expected
 
 
-@pytest.mark.parametrize("family,name", list(_mutants()))
-def test_every_mutant_fails_its_checks(tmp_path, family, name):
-    mutant, gpu_only = _mutants()[family, name], checks(family)
-    tool = mutant.get("tool", "")
-    if tool and DEVICE != "cuda":
-        pytest.skip(f"caught by compute-sanitizer {tool} on a GPU (never run on a "
-                    "CPU: a store past a malloc chunk may corrupt the test process's heap)")
-    if DEVICE not in mutant.get("devices", ["cpu", "cuda"]):
-        pytest.skip(f"its bug lives in {', '.join(mutant['devices'])} random numbers only: "
-                    f"{mutant['bug'][:80]}")
-    expected = {check + (f"_{tool}" if tool else ""): "fail"
-                for check in mutant["caught_by"] if DEVICE == "cuda" or not gpu_only[check]}
-    args = ["check", family, "--kernel", name, "--device", DEVICE, "--budget", mutant["budget"],
-            "-k", " or ".join(f"test_{check}" for check in mutant["caught_by"])]
-    if tool:
-        args += ["--sanitize", tool]
-    if name == "hangs":
-        args += ["--call-timeout", "2"]
-    code, output, report = cli(*args, report_dir=tmp_path)
-    assert code == 1, output[-3000:]
-    assert verdicts(report) == expected, output[-3000:]
-    failed = report["checks"][0]
-    assert failed["reproduce"].startswith(f"sampling-harness check {family} --kernel {name}")
+@pytest.mark.parametrize("case", MUTANTS, ids=[f"{c.family}-{c.kernel}" for c in MUTANTS])
+def test_every_mutant_fails_its_checks(tmp_path, case):
+    if case.skip:
+        pytest.skip(case.skip)
+    result = selftest.run_case(case, tmp_path, timeout=900)
+    assert result.status == "caught", f"{result.detail}\n{result.output[-3000:]}"
+    failed = result.report["checks"][0]
+    assert failed["reproduce"].startswith(f"sampling-harness check {case.family} --kernel "
+                                          f"{case.kernel}")
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
-def test_every_check_has_a_mutant_that_fails_it(family):
-    found = checks(family)
-    caught = {c for (f, _), m in _mutants().items() if f == family for c in m["caught_by"]}
-    assert found and set(found) <= caught, set(found) - caught
-    unknown = caught - set(found)
-    assert not unknown, f"mutants name checks that do not exist: {unknown}"
+def _meta(**overrides) -> dict:
+    return {"role": "mutant", "caught_by": ["validity"], "budget": "quick", "bug": "b",
+            "tool": "", "devices": ["cpu", "cuda"], **overrides}
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
-def test_k_selects_one_check(family):
-    """``-k test_<check>`` (the self-test's and every reproduce command's selection) picks
-    that check alone: its name is no part of another check's name or suite file."""
-    keywords = {name: {f"test_{name}"} for name in checks(family)}
-    for path in (SUITES / FAMILIES[family].suite).glob("test_*.py"):
-        for m in CHECK.finditer(path.read_text()):
-            keywords[m.group(2)].add(path.name)
-    for name in keywords:
-        clashes = [other for other, words in keywords.items()
-                   if other != name and any(f"test_{name}" in w for w in words)]
-        assert not clashes, f"-k test_{name} also selects {clashes}"
+def test_a_mutant_runs_on_its_checks_at_its_budget_or_higher():
+    case = selftest.mutant_case("sample", "m", _meta(caught_by=["fit_curated", "tail"]),
+                                "cpu")
+    assert case.budget == "quick" and not case.skip
+    assert case.args[-2:] == ("-k", "test_fit_curated or test_tail")
+    assert case.expected == {"fit_curated": "fail", "tail": "fail"}
+    assert selftest.mutant_case("sample", "m", _meta(), "cpu", "smoke").budget == "quick"
+    assert selftest.mutant_case("sample", "m", _meta(), "cpu", "standard").budget == "standard"
+    hangs = selftest.mutant_case("sample", "m", _meta(call_timeout=2.0), "cpu")
+    assert hangs.args[-2:] == ("--call-timeout", "2.0")
+
+
+def test_a_mutant_is_skipped_where_it_cannot_be_caught_and_says_why():
+    tool = selftest.mutant_case("sample", "m", _meta(tool="memcheck"), "cpu")
+    assert "compute-sanitizer memcheck, on a GPU only" in tool.skip
+    on_gpu = selftest.mutant_case("sample", "m", _meta(tool="memcheck"), "cuda")
+    assert not on_gpu.skip and on_gpu.expected == {"validity_memcheck": "fail"}
+    assert "--sanitize" in on_gpu.args
+    cuda_bug = selftest.mutant_case("sample", "m", _meta(devices=["cuda"]), "cpu")
+    assert cuda_bug.skip.startswith("its bug shows on cuda only")
+    large = _meta(caught_by=["fit_curated", "fit_large_vocab"])
+    assert selftest.mutant_case("sample", "m", large, "cpu").expected == {"fit_curated": "fail"}
+    assert "GPU-only checks only" in selftest.mutant_case(
+        "sample", "m", _meta(caught_by=["fit_large_vocab"]), "cpu").skip
+
+
+def _report(*verdicts, complete=True) -> dict:
+    return {"complete": complete, "checks": [
+        {"family": "sample", "kernel": k, "name": n, "verdict": v, "expected": e}
+        for k, n, v, e in verdicts]}
+
+
+def test_judge_an_escape_a_clean_failure_and_an_error():
+    """The self-test can fail: a mutant check that passes escapes; a kernel check off its
+    expectation fails the clean run; a run without a report, cut off or with an error
+    verdict is an error, never a catch."""
+    mutant = selftest.Case("sample", "m", "quick", expected={"fit_curated": "fail",
+                                                              "tail": "fail"})
+    caught = _report(("m", "fit_curated", "fail", "pass"), ("m", "tail", "fail", "pass"))
+    assert selftest.judge(mutant, 1, caught, "")[0] == "caught"
+    half = _report(("m", "fit_curated", "fail", "pass"), ("m", "tail", "pass", "pass"))
+    assert selftest.judge(mutant, 1, half, "") == ("ESCAPED", "tail passed")
+    erred = _report(("m", "fit_curated", "fail", "pass"), ("m", "tail", "error", "pass"))
+    assert selftest.judge(mutant, 1, erred, "")[0] == "ERROR"
+    assert selftest.judge(mutant, 1, _report(complete=False), "x")[0] == "ERROR"
+    assert selftest.judge(mutant, 2, None, "sampling-harness: error: no") == (
+        "ERROR", "exit 2: sampling-harness: error: no")
+    assert selftest.judge(mutant, None, None, "")[1].startswith("timed out")
+
+    clean = selftest.Case("sample", "", "smoke")
+    wrong = _report(("torch-fp64", "tail", "fail", "pass"))
+    status, detail = selftest.judge(clean, 1, wrong, "")
+    assert status == "FAIL" and "sample / torch-fp64 / tail: fail (expected pass)" in detail
+    results = [selftest.Result(mutant, "caught", ""), selftest.Result(mutant, "ESCAPED", "")]
+    assert selftest.conclude(results[:1]) == 0 and selftest.conclude(results) == 1
+
+
+def test_the_command_runs_named_mutants_and_prints_the_table(tmp_path):
+    code, output, _ = cli("selftest", "sample", "--device", "cpu", "--kernel", "hangs",
+                          "--kernel", "ids-past-end", "--report-dir", str(tmp_path))
+    assert code == 0, output
+    assert "| sample | hangs | mutant | quick | caught |" in output
+    assert "| sample | ids-past-end | mutant | quick | skipped |" in output
+    assert (tmp_path / "selftest.md").exists() and (tmp_path / "sample-hangs").is_dir()
+    code, output, _ = cli("selftest", "sample", "--kernel", "no-such-mutant")
+    assert code == 2 and "no mutant named no-such-mutant in sample" in output

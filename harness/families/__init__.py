@@ -1,9 +1,11 @@
 """Kernel families: each one a small description, and a registry that finds them by file.
 
 A family is a contract (the one Python signature its kernels meet), how its output is
-validated exactly, its budgets (the effects its checks must detect at each budget name) and
-how the benchmark builds its inputs. Everything else (copying inputs, poisoning the
-allocator, the timeout, synchronisation, cost accounting, seeds, reports) is shared.
+validated exactly, its budgets (the effects its checks must detect at each budget name), its
+checks (``Check``: the one list the plugin, the self-test, the mutants' ``caught_by``,
+``--sanitize`` and ``reproduce`` read) and how the benchmark builds its inputs. Everything
+else (copying inputs, poisoning the allocator, the timeout, synchronisation, cost
+accounting, seeds, reports) is shared.
 
 Adding a family is adding a module ``harness/families/<name>.py`` that defines ``FAMILY``;
 the runner, the plugin, the CLI, the benchmark and the self-test find it here.
@@ -18,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
+
+from harness.errors import HarnessError
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,32 @@ class BenchSpec:
 
 
 @dataclass(frozen=True)
+class Check:
+    """One check of a family: the test function ``test_<name>(check)`` of the suite module
+    ``suites/<family>/<file>``, declared here so that nothing has to find it by reading code.
+
+    ``detects`` says in one line which bug class fails it. ``statistical``: it spends a share
+    of the run's false-fail budget (its verdict states alpha, samples and the minimum
+    detectable effect); otherwise it is exact and spends none. ``gpu``: it runs on a CUDA
+    device only (skipped on a CPU run, still counted in the budget split). ``sanitize``: it
+    is re-run under ``--sanitize`` (compute-sanitizer). The plugin marks each collected
+    check from this declaration (a suite writes no ``statistical`` or ``gpu`` mark itself),
+    and a check function that its family does not declare stops the run.
+    """
+
+    name: str
+    file: str
+    detects: str
+    statistical: bool = False
+    gpu: bool = False
+    sanitize: bool = False
+
+    @property
+    def function(self) -> str:
+        return f"test_{self.name}"
+
+
+@dataclass(frozen=True)
 class Family:
     name: str
     parameters: tuple[str, ...]                  # the contract's arguments in order
@@ -50,15 +80,35 @@ class Family:
     bench: BenchSpec | None = None
     writable: tuple[str, ...] = ()               # inputs the kernel may overwrite; the rest
                                                  # are read-only (checked after every call)
-    sanitize_checks: tuple[str, ...] = ("validity",)  # re-run under --sanitize
     options: tuple[str, ...] = ()                # keyword arguments added after the contract
                                                  # was first published (``accepts``)
+    checks: tuple[Check, ...] = ()               # every check of its suite (``Check``)
+
+    def __post_init__(self):
+        names = [c.name for c in self.checks]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise HarnessError(f"family {self.name!r} declares check(s) {twice} twice")
 
     @property
     def suite(self) -> str:
         """The package of its checks under suites/ (a family name with ``-`` is a Python
         package name with ``_``)."""
         return self.name.replace("-", "_")
+
+    @property
+    def sanitize_checks(self) -> tuple[str, ...]:
+        """The checks re-run under ``--sanitize``."""
+        return tuple(c.name for c in self.checks if c.sanitize)
+
+    def check(self, name: str) -> Check:
+        """The declared check ``name``, or ``HarnessError`` naming the family's checks."""
+        for declared in self.checks:
+            if declared.name == name:
+                return declared
+        raise HarnessError(f"family {self.name!r} declares no check {name!r}; its checks: "
+                           f"{', '.join(c.name for c in self.checks) or 'none'} "
+                           f"(harness/families/{self.suite}.py)")
 
     @property
     def signature(self) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from harness.errors import KernelFailure
-from harness.families import BenchSpec, Family
+from harness.families import BenchSpec, Check, Family
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,16 @@ def bench_batch(shape: str, device: torch.device) -> dict:
             "num_draft_tokens": [slots] * batch}
 
 
+CHECKS = (
+    Check("curated", "test_curated.py", sanitize=True, detects=(
+        "a hand-over that differs from the reference on one batch per contract rule (order, "
+        "zero drafts, missing requests, empty batch, no cache)")),
+    Check("generated", "test_generated.py", detects=(
+        "a hand-over that differs from the reference on Hypothesis-generated caches and "
+        "batches")),
+)
+
+
 FAMILY = Family(
     name="draft-probs",
     parameters=("cached_probs", "cached_req_ids", "batch_req_ids", "num_draft_tokens"),
@@ -85,7 +95,7 @@ FAMILY = Family(
         inputs["cached_probs"].shape[2] if inputs["cached_probs"] is not None else 1),
     draws=lambda inputs: sum(inputs["num_draft_tokens"]),
     budgets=BUDGETS,
-    sanitize_checks=("curated",),
+    checks=CHECKS,
     bench=BenchSpec(
         gpu_shapes=("256x4x151936",), cpu_shapes=("8x4x4099",), shape_help="BxKxV",
         make_inputs=bench_batch,

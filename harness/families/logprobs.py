@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from harness.errors import KernelFailure
-from harness.families import BenchSpec, Family
+from harness.families import BenchSpec, Check, Family
 
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 
@@ -124,6 +124,24 @@ def bench_batch(shape: str, device: torch.device) -> dict:
             "top_p": torch.ones(batch, device=device)}
 
 
+CHECKS = (
+    Check("validity", "test_validity.py", sanitize=True, detects=(
+        "a broken output (shape, dtype, -inf exactly at padding, NaN or +inf, ranks off "
+        "[1, V]), padding that changes other slots, outputs that change between calls")),
+    Check("values", "test_curated.py", detects=(
+        "a value off the float64 reference beyond its float32-derived tolerance, in any mode "
+        "and dtype, on curated rows")),
+    Check("tme", "test_curated.py", detects=(
+        "a TME over the bound its tolerances give: a systematic error (wrong tensor "
+        "gathered, low precision)")),
+    Check("ranks", "test_curated.py", detects=(
+        "a rank off its exact range (the token and its ties counted with >=)")),
+    Check("generated", "test_generated.py", detects=(
+        "values, ranks or TME off on Hypothesis-generated batches (ties, -inf, bf16, fp16, "
+        "padding anywhere)")),
+)
+
+
 FAMILY = Family(
     name="logprobs",
     parameters=("logits", "token_ids", "mode", "temperature", "top_k", "top_p"),
@@ -135,6 +153,7 @@ FAMILY = Family(
     output_bytes=lambda inputs: 12 * inputs["token_ids"].numel(),
     draws=lambda inputs: inputs["logits"].numel(),
     budgets=BUDGETS,
+    checks=CHECKS,
     bench=BenchSpec(
         gpu_shapes=tuple(f"{shape}:{ids}" for shape in ("256x151936x21", "32x128256x21")
                          for ids in BENCH_IDS),

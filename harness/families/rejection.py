@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from harness.errors import KernelFailure
-from harness.families import BenchSpec, Family
+from harness.families import BenchSpec, Check, Family
 
 
 @dataclass(frozen=True)
@@ -239,6 +239,43 @@ def bench_batch(shape: str, device: torch.device) -> dict:
             "greedy": torch.arange(batch, device=device) % 4 == 3}
 
 
+CHECKS = (
+    Check("validity", "test_validity.py", sanitize=True, detects=(
+        "a broken output layout (ids, then -1), a draft of target probability 0 accepted, a "
+        "draft with p >= q rejected, a token off the residual's support, unwritten slots")),
+    Check("greedy", "test_greedy.py", detects=(
+        "a greedy request that differs from the float64 greedy output (lowest-index argmax "
+        "on ties, the bonus after all matches)")),
+    Check("acceptance_length", "test_acceptance.py", statistical=True, detects=(
+        "an accepted-length law off prod alpha_i: acceptance dropped by accept_shift or more "
+        "(draft probs mishandled)")),
+    Check("acceptance_tail", "test_acceptance_tail.py", statistical=True, detects=(
+        "drafts of tiny p/q accepted at the wrong rate (a coarse or zero-inclusive "
+        "acceptance uniform)")),
+    Check("joint", "test_laws.py", statistical=True, detects=(
+        "a wrong joint law of (accepted length, emitted token) on curated requests")),
+    Check("fixed_drafts", "test_laws.py", statistical=True, detects=(
+        "a wrong law given fixed adversarial drafts (target probability 0, the argmax, "
+        "tiny), with and without draft probs")),
+    Check("law_generated", "test_laws.py", statistical=True, detects=(
+        "a wrong joint law on Hypothesis-generated batches (ragged counts, greedy mixes, "
+        "zeros, ties, p = q)")),
+    Check("marginal", "test_marginal.py", statistical=True, detects=(
+        "an emitted token whose marginal is not p in a large vocabulary (the recovered "
+        "token drawn from p, not max(p - q, 0))")),
+    Check("independence", "test_independence.py", statistical=True, detects=(
+        "outcomes that depend on each other across requests of a call or calls with "
+        "adjacent seeds")),
+    Check("tail", "test_tail.py", statistical=True, detects=(
+        "rare residual tokens recovered too seldom or too often (a noise floor in the "
+        "recovered-token race)")),
+    Check("batch_invariance", "test_batch_invariance.py", detects=(
+        "a request's accepted drafts or emitted token moving with its batch (size, "
+        "batch-mates' drafts, counts and rows; with per-request seeds its position, "
+        "batch-mates' seeds or unseeded batch-mates)")),
+)
+
+
 FAMILY = Family(
     name="rejection",
     parameters=("draft_token_ids", "num_draft_tokens", "draft_probs", "target_probs",
@@ -254,6 +291,7 @@ FAMILY = Family(
     * (max(inputs["num_draft_tokens"], default=0) + 1),
     draws=lambda inputs: inputs["target_probs"].numel(),
     budgets=BUDGETS,
+    checks=CHECKS,
     bench=BenchSpec(
         gpu_shapes=("256x4x151936", "32x4x32000"), cpu_shapes=("8x4x4099",),
         shape_help="BxKxV", make_inputs=bench_batch,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from harness.errors import KernelFailure
-from harness.families import BenchSpec, Family
+from harness.families import BenchSpec, Check, Family
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,30 @@ def bench_probs(shape: str, device: torch.device) -> dict:
     return {"probs": probs / probs.sum(dim=1, keepdim=True)}
 
 
+CHECKS = (
+    Check("validity", "test_validity.py", sanitize=True, detects=(
+        "a broken contract (shape, dtype, device, id range), a zero-probability token drawn, "
+        "ids that change between two calls with one seed, a raise, a hang, a stray write")),
+    Check("fit_curated", "test_fit.py", statistical=True, detects=(
+        "a wrong distribution on curated rows: total variation over fit_tv on pooled bins, "
+        "or a few wrong tokens")),
+    Check("fit_generated", "test_fit.py", statistical=True, detects=(
+        "a wrong distribution on Hypothesis-generated rows (zeros, ties, odd vocabularies)")),
+    Check("fit_large_vocab", "test_fit.py", statistical=True, gpu=True, detects=(
+        "a wrong distribution at V = 151936: total variation over large_tv")),
+    Check("independence", "test_independence.py", statistical=True, detects=(
+        "draws that depend on each other across rows of a call or calls with adjacent "
+        "seeds (shared noise, streams keyed by seed + row)")),
+    Check("tail", "test_tail.py", statistical=True, detects=(
+        "rare tokens winning too seldom or too often for their mass (a noise floor, a "
+        "truncated candidate set)")),
+    Check("batch_invariance", "test_batch_invariance.py", detects=(
+        "a request's token moving with its batch: the batch size, its batch-mates' rows, "
+        "and with per-request seeds its position, batch-mates' seeds or unseeded "
+        "batch-mates; per-request seeds that never reach the draws")),
+)
+
+
 FAMILY = Family(
     name="sample",
     parameters=("probs", "seed"),
@@ -124,6 +148,7 @@ FAMILY = Family(
     output_bytes=lambda inputs: 8 * inputs["probs"].shape[0],
     draws=lambda inputs: inputs["probs"].numel(),
     budgets=BUDGETS,
+    checks=CHECKS,
     writable=("probs",),
     bench=BenchSpec(
         gpu_shapes=("256x151936", "32x128256", "1x32000"), cpu_shapes=("16x4099",),

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import torch
 
 from harness.errors import KernelFailure
-from harness.families import Family
+from harness.families import Check, Family
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,25 @@ def validate_output(output: object, inputs: dict):
     return [list(map(int, d)) for d in drafts], probs
 
 
+CHECKS = (
+    Check("length", "test_length.py", sanitize=True, detects=(
+        "a sequence longer than max_model_len, under synchronous or asynchronous "
+        "scheduling")),
+    Check("tme", "test_tme.py", detects=(
+        "returned logprobs off the target's float64 log-softmax beyond float32 (tokens scored "
+        "from rows past the limit)")),
+    Check("law", "test_law.py", statistical=True, detects=(
+        "an output law of the engine that is not the target model's alone: total variation "
+        "over law_tv")),
+    Check("acceptance", "test_acceptance.py", statistical=True, detects=(
+        "a measured acceptance rate off its exact expectation (draft probs dropped or "
+        "misordered)")),
+    Check("tail", "test_tail.py", statistical=True, detects=(
+        "rare draft tokens proposed too seldom or too often (a noise floor in the "
+        "proposer)")),
+)
+
+
 FAMILY = Family(
     name="spec-decode",
     parameters=("draft_table", "context", "token_ids", "previous_drafts", "num_spec_tokens",
@@ -105,5 +124,5 @@ FAMILY = Family(
         "num_spec_tokens"] * inputs["draft_table"].shape[1]),
     draws=lambda inputs: len(inputs["token_ids"]) * inputs["num_spec_tokens"],
     budgets=BUDGETS,
-    sanitize_checks=("length",),
+    checks=CHECKS,
 )

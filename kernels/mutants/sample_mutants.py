@@ -98,7 +98,7 @@ def raises(probs, seed):
     raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
 
-@mutant(("validity",), "quick",
+@mutant(("validity",), "quick", call_timeout=2.0,
         bug="the kernel never returns")
 def hangs(probs, seed):
     time.sleep(3600)

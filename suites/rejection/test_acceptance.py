@@ -129,6 +129,5 @@ def acceptance_length(ctx):
     return result
 
 
-@pytest.mark.statistical
 def test_acceptance_length(check):
     check.run(acceptance_length)

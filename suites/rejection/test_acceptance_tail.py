@@ -98,6 +98,5 @@ def acceptance_tail(ctx) -> Outcome:
                         mde=smallest["min_detectable_excess"])
 
 
-@pytest.mark.statistical
 def test_acceptance_tail(check):
     check.run(acceptance_tail)

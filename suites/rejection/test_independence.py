@@ -67,6 +67,5 @@ def independence(ctx):
                    details={"pairings": results, "alpha_per_test": alpha})
 
 
-@pytest.mark.statistical
 def test_independence(check):
     check.run(independence)

@@ -110,16 +110,13 @@ def law_generated(ctx):
     return run(ctx, batches)
 
 
-@pytest.mark.statistical
 def test_joint(check):
     check.run(joint)
 
 
-@pytest.mark.statistical
 def test_fixed_drafts(check):
     check.run(fixed_drafts)
 
 
-@pytest.mark.statistical
 def test_law_generated(check):
     check.run(law_generated)

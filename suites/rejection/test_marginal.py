@@ -64,6 +64,5 @@ def marginal(ctx):
                    describe=lambda r: f"token {r['worst_cell']}")
 
 
-@pytest.mark.statistical
 def test_marginal(check):
     check.run(marginal)

@@ -78,6 +78,5 @@ def tail(ctx) -> Outcome:
                         events="rare recovered tokens")
 
 
-@pytest.mark.statistical
 def test_tail(check):
     check.run(tail)

@@ -77,6 +77,5 @@ def independence(ctx) -> Outcome:
     return pairings_outcome(ctx, results, draws, alpha)
 
 
-@pytest.mark.statistical
 def test_independence(check):
     check.run(independence)

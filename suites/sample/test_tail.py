@@ -45,6 +45,5 @@ def tail(ctx) -> Outcome:
     return tail_outcome(ctx, scales, alpha_look, "the exact rare mass")
 
 
-@pytest.mark.statistical
 def test_tail(check):
     check.run(tail)

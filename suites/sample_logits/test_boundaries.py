@@ -116,6 +116,5 @@ def boundaries(ctx) -> Outcome:
     return result
 
 
-@pytest.mark.statistical
 def test_boundaries(check):
     check.run(boundaries)

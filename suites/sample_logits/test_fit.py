@@ -101,17 +101,13 @@ def fit_large_vocab(ctx) -> Outcome:
     return outcome(ctx, results, alpha, ctx.budget.large_tv)
 
 
-@pytest.mark.statistical
 def test_fit_curated(check):
     check.run(fit_curated)
 
 
-@pytest.mark.statistical
 def test_fit_generated(check):
     check.run(fit_generated)
 
 
-@pytest.mark.gpu
-@pytest.mark.statistical
 def test_fit_large_vocab(check):
     check.run(fit_large_vocab)

@@ -72,6 +72,5 @@ def tail(ctx) -> Outcome:
     return tail_outcome(ctx, scales, alpha_look, "the processed law's rare mass")
 
 
-@pytest.mark.statistical
 def test_tail(check):
     check.run(tail)

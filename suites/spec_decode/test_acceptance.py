@@ -41,6 +41,5 @@ def acceptance(ctx) -> Outcome:
                    effect="shift of the acceptance rate", details=r)
 
 
-@pytest.mark.statistical
 def test_acceptance(check):
     check.run(acceptance)

@@ -61,6 +61,5 @@ def law(ctx) -> Outcome:
                    details={"runs": results, "alpha_per_test": alpha, "plot": plot})
 
 
-@pytest.mark.statistical
 def test_law(check):
     check.run(law)

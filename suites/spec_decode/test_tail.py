@@ -76,6 +76,5 @@ def tail(ctx) -> Outcome:
                         events="rare drafts")
 
 
-@pytest.mark.statistical
 def test_tail(check):
     check.run(tail)
