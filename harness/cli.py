@@ -53,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--gpus", type=positive(int), default=None, metavar="N",
                        help="spread the checks over N GPUs, one pytest-xdist worker each (on "
                             "a CPU run: N workers on the CPU); see docs/scale-out.md")
+    check.add_argument("--workers-per-gpu", type=positive(int), default=None, metavar="W",
+                       help="W pytest-xdist workers share each GPU (Triton's compilation and "
+                            "the host's work run in parallel); see docs/scale-out.md")
     sub.add_parser("list", help="families, kernels and mutants")
     bench = sub.add_parser("bench", help="time kernels of a family (GPU)")
     bench.add_argument("family", choices=tuple(FAMILIES))
@@ -112,13 +115,14 @@ def run_check(args) -> int:
         for target in args.kernel or default_kernels(family):
             load(target, family)
     launch = distributed.launch_env()
-    if launch is not None and (args.gpus or 1) > 1:
-        raise HarnessError("--gpus (pytest-xdist) and torchrun do not mix: spread independent "
-                           "checks or shard one, not both")
+    workers = (args.gpus or 1) * (args.workers_per_gpu or 1)
+    if launch is not None and workers > 1:
+        raise HarnessError("--gpus / --workers-per-gpu (pytest-xdist) and torchrun do not mix: "
+                           "spread independent checks or shard one, not both")
     if launch is not None and args.sanitize:
         raise HarnessError("--sanitize does not run under torchrun")
-    if (args.gpus or 1) > 1:
-        xdist_gpus.worker_specs(args.gpus, device.type)
+    if workers > 1:
+        xdist_gpus.worker_specs(args.gpus or 1, device.type, per_gpu=args.workers_per_gpu or 1)
     shard = distributed.SINGLE if launch is None else \
         distributed.init(launch, device.type, args.call_timeout)
     report_dir = distributed.agree(_report_dir(args.report_dir), shard)
@@ -175,7 +179,7 @@ def plugin_options(args, report_dir: Path) -> list[str]:
                "--harness-family-alpha", str(args.family_alpha)]
     for target in args.kernel:
         options += ["--harness-kernel", target]
-    for name in ("sanitize", "statistical_checks", "gpus"):
+    for name in ("sanitize", "statistical_checks", "gpus", "workers_per_gpu"):
         if getattr(args, name):
             options += [f"--harness-{name.replace('_', '-')}", str(getattr(args, name))]
     return options

@@ -60,7 +60,8 @@ SUITES = Path(__file__).resolve().parent.parent / "suites"   # the harness's own
 DEFAULTS = {"harness_kernel": [], "harness_device": "auto", "harness_budget": "quick",
             "harness_seed": DEFAULT_SEED, "harness_report_dir": None,
             "harness_call_timeout": 600.0, "harness_family_alpha": DEFAULT_FAMILY_ALPHA,
-            "harness_statistical_checks": None, "harness_sanitize": None, "harness_gpus": None}
+            "harness_statistical_checks": None, "harness_sanitize": None, "harness_gpus": None,
+            "harness_workers_per_gpu": None}
 
 
 def pytest_addoption(parser):
@@ -85,6 +86,8 @@ def pytest_addoption(parser):
     add("--harness-gpus", type=int, default=None, metavar="N",
         help="spread the checks over N pytest-xdist workers, one GPU each (on a CPU run, "
              "N workers on the CPU); see docs/scale-out.md")
+    add("--harness-workers-per-gpu", type=int, default=None, metavar="W",
+        help="W pytest-xdist workers share each GPU; see docs/scale-out.md")
 
 
 def harness_environment(env=None):
@@ -120,7 +123,7 @@ def activate(config) -> HarnessSession:
     config.addinivalue_line("markers", "gpu: a check that runs on a CUDA device only")
     state = config.stash[SESSION] = HarnessSession(config)
     config.pluginmanager.register(state, "sampling-harness-session")
-    if state.controller and (config.getoption("harness_gpus") or 1) > 1:   # total, order
+    if state.controller and xdist_gpus.workers(config) > 1:   # total, order
         config.pluginmanager.register(xdist_gpus.Controller(state), "sampling-harness-xdist")
     if state.sanitize:
         try:
@@ -164,7 +167,8 @@ class _Watch:
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
     """``--harness-gpus N``: N pinned xdist workers (before xdist reads its options)."""
-    if config.getoption("harness_gpus") is not None:
+    if config.getoption("harness_gpus") is not None \
+            or config.getoption("harness_workers_per_gpu") is not None:
         try:
             device = resolve_device(config.getoption("harness_device"))
         except HarnessError as exc:

@@ -56,39 +56,53 @@ def visible_gpus(device_type: str, count: int | None = None) -> list[str]:
     return listed[:count] if listed else [str(i) for i in range(count)]
 
 
-def worker_specs(gpus: int, device_type: str, count: int | None = None) -> list[str]:
-    """One execnet spec per worker, pinning worker i to GPU i; ``HarnessError`` (one line)
-    when N < 1, N exceeds the GPUs torch sees on a CUDA run, or xdist is missing."""
-    if gpus < 1:
-        raise HarnessError(f"--gpus must be >= 1, got {gpus}")
+def workers(config: pytest.Config) -> int:
+    """How many xdist workers ``--harness-gpus`` and ``--harness-workers-per-gpu`` ask for."""
+    return (config.getoption("harness_gpus") or 1) * (
+        config.getoption("harness_workers_per_gpu") or 1)
+
+
+def worker_specs(gpus: int, device_type: str, count: int | None = None,
+                 per_gpu: int = 1) -> list[str]:
+    """One execnet spec per worker: ``per_gpu`` workers pinned to each of the first N GPUs
+    (worker i to GPU i // per_gpu); ``HarnessError`` (one line) when N or per_gpu < 1, N
+    exceeds the GPUs torch sees on a CUDA run, or xdist is missing. On a CPU run, N * per_gpu
+    workers share the CPU."""
+    if gpus < 1 or per_gpu < 1:
+        raise HarnessError(f"--gpus and --workers-per-gpu must be >= 1, got {gpus} and "
+                           f"{per_gpu}")
     if not installed():
         raise HarnessError("--gpus needs pytest-xdist (pip install pytest-xdist)")
+    total = gpus * per_gpu
     env = {}
     if "OMP_NUM_THREADS" not in os.environ:
-        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // gpus))
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // total))
     if device_type != "cuda":
-        return ["popen" + "".join(f"//env:{k}={v}" for k, v in env.items())] * gpus
+        return ["popen" + "".join(f"//env:{k}={v}" for k, v in env.items())] * total
     devices = visible_gpus(device_type, count)
     if gpus > len(devices):
         raise HarnessError(f"--gpus {gpus} asked for, but torch sees {len(devices)} CUDA "
                            f"device{'s' * (len(devices) != 1)}")
     return ["popen" + "".join(f"//env:{k}={v}" for k, v in
-                              {**env, "CUDA_VISIBLE_DEVICES": devices[i]}.items())
-            for i in range(gpus)]
+                              {**env, "CUDA_VISIBLE_DEVICES": devices[i // per_gpu]}.items())
+            for i in range(total)]
 
 
 def configure(config: pytest.Config, device_type: str) -> None:
     """(Controller, from ``pytest_cmdline_main``, before xdist reads its options.) Turn
-    ``--harness-gpus N`` into N pinned xdist workers."""
-    gpus = config.getoption("harness_gpus")
-    if gpus is None or is_worker(config):
+    ``--harness-gpus N`` and ``--harness-workers-per-gpu W`` into N * W pinned xdist
+    workers."""
+    gpus, per_gpu = (config.getoption(name) for name in ("harness_gpus",
+                                                          "harness_workers_per_gpu"))
+    if (gpus is None and per_gpu is None) or is_worker(config):
         return
     if config.getoption("numprocesses", None) or config.getoption("tx", None):
-        raise pytest.UsageError("give --harness-gpus N or xdist's -n/--tx, not both")
-    if gpus == 1:     # one process on the default device: nothing to spread
+        raise pytest.UsageError("give --harness-gpus N / --harness-workers-per-gpu W or "
+                                "xdist's -n/--tx, not both")
+    if workers(config) == 1:     # one process on the default device: nothing to spread
         return
     try:
-        config.option.tx = worker_specs(gpus, device_type)
+        config.option.tx = worker_specs(gpus or 1, device_type, per_gpu=per_gpu or 1)
     except HarnessError as exc:
         raise pytest.UsageError(str(exc)) from None
     if config.option.dist == "no":

@@ -100,8 +100,21 @@ def test_each_worker_is_pinned_to_one_gpu(monkeypatch):
     assert xdist_gpus.worker_specs(2, "cpu") == ["popen", "popen"]
 
 
+def test_workers_share_a_gpu(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert xdist_gpus.worker_specs(2, "cuda", count=2, per_gpu=2) == [
+        f"popen//env:CUDA_VISIBLE_DEVICES={gpu}" for gpu in (0, 0, 1, 1)]
+    assert xdist_gpus.worker_specs(1, "cpu", per_gpu=3) == ["popen"] * 3
+    with pytest.raises(HarnessError, match="must be >= 1"):
+        xdist_gpus.worker_specs(1, "cuda", count=1, per_gpu=0)
+    config = _config(harness_workers_per_gpu=4)
+    xdist_gpus.configure(config, "cpu")
+    assert len(config.option.tx) == 4 and config.option.dist == "load"
+
+
 def _config(**options):
-    values = {"harness_gpus": None, "numprocesses": None, "tx": [], "dist": "no", **options}
+    values = {"harness_gpus": None, "harness_workers_per_gpu": None, "numprocesses": None, "tx": [], "dist": "no", **options}
     return SimpleNamespace(option=SimpleNamespace(**values),
                            getoption=lambda name, default=None: values.get(name, default))
 
