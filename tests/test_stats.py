@@ -301,3 +301,11 @@ def test_min_detectable_excess_is_where_the_upper_tail_rejects_with_the_power():
     assert stats.binom.sf(hi - 1, n, p) <= alpha / 2
     assert abs(stats.binom.sf(hi - 1, n, p * (1 + excess)) - 0.99) < 1e-6
     assert stats.binom.sf(hi - 1, n, p * (1 + 0.8 * excess)) < 0.99
+
+
+def test_chisquare_gof_with_no_bins_or_one_bin_is_no_evidence():
+    """A table whose every row is pooled away (labels all -1, e.g. greedy rows only) or one
+    bin: no test (p = 1), not numpy's int64 empty bincount failing an in-place scale."""
+    counts, probs = np.array([3, 4]), np.array([0.5, 0.5])
+    assert chisquare_gof(counts, probs, np.array([-1, -1])) == (0.0, 0, 1.0)
+    assert chisquare_gof(counts, probs, np.array([0, 0])) == (0.0, 0, 1.0)

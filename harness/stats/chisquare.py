@@ -59,7 +59,8 @@ def pool_bins(expected: np.ndarray, min_expected: float = MIN_EXPECTED,
 def pooled(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Sum ``values`` within each bin of ``labels`` (label -1 dropped)."""
     keep = labels >= 0
-    return np.bincount(labels[keep], weights=np.asarray(values, np.float64)[keep])
+    return np.bincount(labels[keep], weights=np.asarray(values, np.float64)[keep]).astype(
+        np.float64, copy=False)              # numpy gives int64 for no bins at all
 
 
 def pooled_counts(counts: np.ndarray, probs: np.ndarray,
@@ -81,9 +82,9 @@ def chisquare_gof(counts: np.ndarray, probs: np.ndarray, labels: np.ndarray):
     """
     observed = pooled(counts, labels)
     expected = pooled(probs, labels)
-    expected *= observed.sum() / expected.sum()
-    if observed.size < 2:
+    if observed.size < 2:                    # one bin or none (e.g. a table of greedy rows)
         return 0.0, 0, 1.0
+    expected *= observed.sum() / expected.sum()
     statistic, p_value = stats.chisquare(observed, expected)
     return float(statistic), observed.size - 1, float(p_value)
 

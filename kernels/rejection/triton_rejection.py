@@ -147,7 +147,7 @@ def residual_race(target_ptr, draft_probs_ptr, requests, rows, live, draft_id, s
     return race_chunk(seed, requests, winner, n_chunks, w0, w1, w2, w3, BLOCK_B, Q)
 
 
-@triton.jit(do_not_specialize=["seed", "B", "K", "n_chunks"])
+@triton.jit(do_not_specialize=["seed", "B"])
 def _rejection_kernel(out_ptr, drafts_ptr, starts_ptr, counts_ptr, draft_probs_ptr, target_ptr,
                       bonus_ptr, greedy_ptr, seed, B, K, V, stride, n_chunks,
                       BLOCK_B: tl.constexpr, W: tl.constexpr, Q: tl.constexpr,
