@@ -125,6 +125,8 @@ def activate(config) -> HarnessSession:
     config.pluginmanager.register(state, "sampling-harness-session")
     if state.controller and xdist_gpus.workers(config) > 1:   # total, order
         config.pluginmanager.register(xdist_gpus.Controller(state), "sampling-harness-xdist")
+    if xdist_gpus.is_worker(config):
+        xdist_gpus.share_gpu_memory(config, getattr(state, "device", None))
     if state.sanitize:
         try:
             require_tool(state.sanitize, state.device)
