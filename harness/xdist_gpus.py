@@ -118,7 +118,8 @@ def share_gpu_memory(config: pytest.Config, device) -> None:
     if per_gpu > 1 and device is not None and device.type == "cuda":
         import torch
 
-        torch.cuda.set_per_process_memory_fraction(0.95 / per_gpu, device)
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        torch.cuda.set_per_process_memory_fraction(0.95 / per_gpu, index)
 
 
 def is_worker(config: pytest.Config) -> bool:
