@@ -176,7 +176,7 @@ def merged_lse(ms_ptr, rows, row_ok, splits, B):
     return tl.where(s > 0, m, 0.0) + tl.log(tl.maximum(s, 1.0))   # s = 0 or s >= 1
 
 
-@triton.jit(do_not_specialize=["B", "K", "CHUNK", "prune_limit"])
+@triton.jit(do_not_specialize=["K"])
 def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, counts_ptr,
                      values_ptr, ranks_ptr, B, V, K, stride, CHUNK, prune_limit,
                      LOGPROBS: tl.constexpr, PROCESSED: tl.constexpr, BLOCK_R: tl.constexpr,

@@ -53,7 +53,7 @@ GPU_SELECT_WARPS = 4                               # _select_race
 NEG_INF = float("-inf")
 
 
-@triton.jit(do_not_specialize=["B", "G"])
+@triton.jit
 def _group_max(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr, bad_ptr, B, V,
                stride, G, BLOCK_R: tl.constexpr, BLOCK_G: tl.constexpr, S: tl.constexpr):
     """Programs (row block, group block): the max m of each group of S columns (-inf past V;

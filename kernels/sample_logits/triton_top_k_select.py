@@ -206,7 +206,7 @@ def whole_row_mass(masses_ptrs, maxima, alone, t):
     return tl.sum(tl.where(live, mass * scale, 0.0), axis=1)
 
 
-@triton.jit(do_not_specialize=["seed", "row0", "B", "G", "kmax", "nucleus_groups"])
+@triton.jit(do_not_specialize=["seed"])
 def _select_race(logits_ptr, maxima_ptr, masses_ptr, temp_ptr, topk_ptr, topp_ptr, groups_ptr,
                  vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0, B, V, G, stride, kmax,
                  nucleus_groups, BLOCK_R: tl.constexpr, GP: tl.constexpr, S: tl.constexpr,
