@@ -114,7 +114,8 @@ def test_workers_share_a_gpu(monkeypatch):
 
 
 def _config(**options):
-    values = {"harness_gpus": None, "harness_workers_per_gpu": None, "numprocesses": None, "tx": [], "dist": "no", **options}
+    values = {"harness_gpus": None, "harness_workers_per_gpu": None, "numprocesses": None,
+              "tx": [], "dist": "no", **options}
     return SimpleNamespace(option=SimpleNamespace(**values),
                            getoption=lambda name, default=None: values.get(name, default))
 
