@@ -29,6 +29,21 @@ def batch(x, t, k, p, dtype=torch.float32) -> dict:
             "top_p": torch.as_tensor(p, dtype=torch.float32, device=DEVICE)}
 
 
+def drawn_tokens(kernel, inputs: dict, proc, repeat: int = 64, seeds: int = 4) -> np.ndarray:
+    """bool [rows, V]: the tokens ``kernel`` drew for each row of ``inputs``, tiled ``repeat``
+    times and drawn under ``seeds`` seeds; every draw must lie in the reference's possibly
+    kept set ``proc.possible``."""
+    tiled = {key: value.repeat(repeat, *([1] * (value.dim() - 1)))
+             for key, value in inputs.items()}
+    seen = np.zeros(proc.kept.shape, bool)
+    for seed in range(seeds):
+        ids = validate_ids(kernel(**tiled, seed=seed), tiled).cpu().numpy()
+        rows = np.arange(ids.size) % proc.kept.shape[0]
+        assert proc.possible[rows, ids].all(), "a masked token was drawn"
+        seen[rows, ids] = True
+    return seen
+
+
 def boundary_batch() -> dict:
     """Ties at the top-k boundary, the top-p crossing token, -inf entries, a greedy row with
     a tie at the maximum, k = V, k = V - 1, top_p just under 1."""
@@ -49,15 +64,7 @@ def test_draws_stay_in_the_kept_set_and_reach_every_surely_kept_token(name, dtyp
         boundary_batch()[key].cpu() for key in ("temperature", "top_k", "top_p")), dtype=dtype)
     proc = process(inputs["logits"].cpu(), inputs["temperature"].cpu(), inputs["top_k"].cpu(),
                    inputs["top_p"].cpu())
-    repeat = 64
-    tiled = {key: value.repeat(repeat, *([1] * (value.dim() - 1)))
-             for key, value in inputs.items()}
-    seen = np.zeros(proc.kept.shape, bool)
-    for seed in range(4):
-        ids = validate_ids(KERNELS[name](**tiled, seed=seed), tiled).cpu().numpy()
-        rows = np.arange(ids.size) % proc.kept.shape[0]
-        assert proc.possible[rows, ids].all(), "a masked token was drawn"
-        seen[rows, ids] = True
+    seen = drawn_tokens(KERNELS[name], inputs, proc)
     sampled = ~proc.greedy
     assert (seen[sampled] >= proc.certain[sampled]).all(), "a surely kept token never drawn"
     assert seen[3].sum() == 1 and seen[3, 1], "greedy row: the lowest tied argmax"
@@ -302,15 +309,7 @@ def test_min_p_draws_stay_in_the_kept_set_and_reach_every_surely_kept_token(name
     proc = process(inputs["logits"].cpu(), inputs["temperature"].cpu(), inputs["top_k"].cpu(),
                    inputs["top_p"].cpu(), min_p=inputs["min_p"].cpu())
     assert not proc.ambiguous.any()
-    repeat = 64
-    tiled = {key: value.repeat(repeat, *([1] * (value.dim() - 1)))
-             for key, value in inputs.items()}
-    seen = np.zeros(proc.kept.shape, bool)
-    for seed in range(4):
-        ids = validate_ids(KERNELS[name](**tiled, seed=seed), tiled).cpu().numpy()
-        where = np.arange(ids.size) % proc.kept.shape[0]
-        assert proc.possible[where, ids].all(), "a token min-p masks was drawn"
-        seen[where, ids] = True
+    seen = drawn_tokens(KERNELS[name], inputs, proc)
     likely = proc.certain & (processed_probs(
         inputs["logits"].cpu(), inputs["temperature"].cpu(), inputs["top_k"].cpu(),
         inputs["top_p"].cpu(), inputs["min_p"].cpu()).probs > 0.02)
