@@ -217,17 +217,24 @@ def test_padding_mutant_reads_last_entry():
 @pytest.mark.skipif(DEVICE != "cuda", reason="counts Triton's compiled kernels (the "
                     "interpreter compiles none)")
 def test_triton_compiles_once_per_bucket_of_k():
-    """K = 14 .. 21 (one bucket: 16 + 4 + 1 keys) add at most one compiled kernel per mode,
-    whatever K each call brings; the ranks stay torch-logprobs'."""
-    from kernels.logprobs.triton_logprobs import _logprobs_kernel
+    """K = 1 .. 21 (one bucket: 16 + 4 + 1 keys) in all four modes, at batch sizes 1 to 4
+    and two vocabularies, add at most one compiled kernel: the mode and the sizes are
+    runtime arguments; the ranks stay torch-logprobs'."""
+    from kernels.logprobs.triton_logprobs import MODES, _logprobs_kernel
     g = torch.Generator().manual_seed(3)
-    x = torch.randn(4, 3000, generator=g).to(DEVICE)
     ones = torch.ones(4, device=DEVICE)
     settings = (ones, torch.zeros(4, dtype=torch.int64, device=DEVICE), ones)
+    logprobs_triton(torch.randn(2, 3000).to(DEVICE), torch.zeros(2, 1, dtype=torch.int64,
+                                                                 device=DEVICE), MODES[0],
+                    *(x[:2] for x in settings))
     compiled = _logprobs_kernel.device_caches[torch.cuda.current_device()][0]
     before = len(compiled)
-    for k in range(14, 22):
-        ids = torch.randint(3000, (4, k), generator=g).to(DEVICE)
-        _, ranks = logprobs_triton(x, ids, "raw_logprobs", *settings)
-        assert torch.equal(ranks, logprobs_torch(x, ids, "raw_logprobs", *settings)[1])
+    for k in range(1, 22):
+        rows, vocab = 1 + k % 4, (3000, 3001)[k % 2]
+        x = torch.randn(rows, vocab, generator=g).to(DEVICE)
+        ids = torch.randint(vocab, (rows, k), generator=g).to(DEVICE)
+        mode = MODES[k % 4]
+        args = (x, ids, mode, *(s[:rows] for s in settings))
+        _, ranks = logprobs_triton(*args)
+        assert torch.equal(ranks, logprobs_torch(*args)[1])
     assert len(compiled) - before <= 1

@@ -165,6 +165,32 @@ def test_triton_device_selection_agrees_with_the_sorted_race_on_hard_rows(monkey
         assert torch.equal(fast[greedy], expected[greedy])
 
 
+@pytest.mark.parametrize("vocab", [131, 700])
+def test_triton_gpu_tiers_on_small_vocabularies_draw_the_sorted_race_ids(monkeypatch, vocab):
+    """On a GPU the select kernel's tensors are GROUPS groups and CMAX candidates wide for
+    every V (one compiled kernel for all V <= GROUPS): those tiers, run here on V far below
+    them (most of each tensor masked), draw ``sorted_race``'s ids on ties, -inf entries,
+    greedy rows and top-p alone."""
+    import kernels.sample_logits.triton_filtered_race as race
+    import kernels.sample_logits.triton_top_k_select as select
+    tiers = select.tiers
+    monkeypatch.setattr(select, "tiers", lambda v, groups, width, device, block_r: tiers(
+        v, groups, width, torch.device("cuda"), block_r))
+    monkeypatch.setattr(race, "select_rows", lambda batch, v, device: (1, 4))
+    assert select.tiers(vocab, vocab, 1, torch.device("cpu"), 1)[1:] == (select.GROUPS, 1024,
+                                                                         select.CMAX.value)
+    g = torch.Generator().manual_seed(5)
+    x = (torch.randn(6, vocab, generator=g) * 2).to(torch.bfloat16).double()
+    x[1] = torch.randint(0, 3, (vocab,), generator=g).double()
+    x[2, ::3] = -np.inf
+    inputs = batch(x.numpy(), [0.8, 1.0, 0.7, 0.0, 1.2, 0.9], [50, 3, 10, 0, 0, 0],
+                   [0.9, 0.6, 1.0, 1.0, 0.8, 1.0], dtype=torch.bfloat16)
+    for seed in range(2):
+        fast = race.sample_logits_triton(**inputs, seed=seed)
+        want = sorted_race(**inputs, seed=seed)
+        assert torch.equal(fast, want), (fast != want).nonzero()[:, 0].tolist()
+
+
 @pytest.mark.parametrize("rows_per_program", [1, 2] if DEVICE == "cpu" else [1])
 def test_triton_device_path_in_several_launches_draws_the_ids_of_one(monkeypatch,
                                                                     rows_per_program):

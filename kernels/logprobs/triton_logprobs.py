@@ -28,12 +28,16 @@ holds more than ``prune_limit`` entries at or above group 1's smallest key takes
 loop. Either loop is exact; the rule only picks the faster.
 
 K is a runtime argument; the compiled kernel depends on K only through its bucket, G1 = the
-K - 5 largest keys' group rounded up to a power of two, at least 4 (W = G1 + 5 sorted
-positions, KP = W rounded up to a power of two for the order): K = 1..9, 10..13, 14..21,
-22..37, 38..69, ... share a kernel, so a run whose batches ask for many K compiles a few
-kernels, not one per K. The unused positions of a bucket hold padding keys (+inf, never
-counted, never needed by the pruned loop). K = 21 (top-20 and the sampled id) lands on
-16 + 4 + 1 exactly, the groups tuned on the H100.
+K - 5 largest keys' group rounded up to a power of two, at least 16 (W = G1 + 5 sorted
+positions, KP = W rounded up to a power of two for the order): K = 1..21, 22..37, 38..69,
+... share a kernel, so a run whose batches ask for many K compiles a few kernels, not one
+per K. The unused positions of a bucket hold padding keys (+inf, never counted, never
+needed by the pruned loop, which skips a group of padding alone). K = 21 (top-20 and the
+sampled id) lands on 16 + 4 + 1 exactly, the groups tuned on the H100. The mode is two
+runtime flags (a uniform branch per block), and B, V, K and the prune limit are not
+specialised: what Triton compiles depends on the logits' dtype, the bucket, the launch and
+whether the row stride is a multiple of 16 (its loads' width), so a check's many generated
+shapes share a handful of kernels (each costs seconds to compile).
 
 Launch settings are a ``Launch`` argument (``launch_for`` gives the defaults): on a GPU one
 row a program, BLOCK 512, one warp (the block max a warp reduction, no barrier), the row
@@ -64,8 +68,8 @@ SMALLEST_GROUPS = (4, 1)                         # G2, G3: the bucket's last fiv
 
 
 @triton.jit
-def slot_order(logits_ptr, ids_ptr, rows, row_ok, cutoff, V, K, stride, KP: tl.constexpr,
-               PROCESSED: tl.constexpr):
+def slot_order(logits_ptr, ids_ptr, rows, row_ok, cutoff, V, K, stride, processed,
+               KP: tl.constexpr):
     """Per slot [R, KP] (slot, slot < K, id live, key, skipped, count key, position): the
     position in the descending order of the count keys, skipped slots (padding, -inf keys,
     whose rank is V, and NaN keys) first, ties by slot: a permutation of 0 .. KP - 1."""
@@ -75,7 +79,7 @@ def slot_order(logits_ptr, ids_ptr, rows, row_ok, cutoff, V, K, stride, KP: tl.c
     live = ok & (ids >= 0) & (ids < V)
     key = tl.load(logits_ptr + rows.to(tl.int64)[:, None] * stride + ids, mask=live,
                   other=float("-inf")).to(tl.float32)
-    if PROCESSED:
+    if processed:
         key = tl.where(key >= cutoff[:, None], key, float("-inf"))
     skip = ~(key > float("-inf"))
     ck = tl.where(skip, float("inf"), key)            # +inf: never counted, never needed
@@ -114,19 +118,19 @@ def needed(bm, least):
 
 
 @triton.jit
-def fold(x, ok, m, s, counts, keys, least, cutoff, t, LANES: tl.constexpr,
-         LOGPROBS: tl.constexpr, PROCESSED: tl.constexpr, MASKED: tl.constexpr,
-         PRUNED: tl.constexpr):
+def fold(x, ok, m, s, counts, keys, least, cutoff, t, logprobs, processed,
+         LANES: tl.constexpr, MASKED: tl.constexpr, PRUNED: tl.constexpr):
     """Fold a block x [R, 1, BLOCK] (-inf where not ok) into the per-lane max m and sum-exp
     s and the counts of the three groups: all of them, or (PRUNED) those whose smallest key
     the block's max reaches, the last group (the smallest keys) first, each next one only if
-    the one after it was."""
+    the one after it was. ``logprobs`` and ``processed``: runtime flags of the mode (one
+    uniform branch a block each, not a compiled kernel per mode)."""
     key = x.to(tl.float32)
-    if PROCESSED:
+    if processed:
         key = tl.where(key >= cutoff[:, None, None], key, float("-inf"))
-    if LOGPROBS:
+    if logprobs:
         z = key
-        if PROCESSED:
+        if processed:
             z = key / t[:, None, None]
         e = tl.exp2(tl.abs(z - m) * -LOG2E)          # 0 where z = -inf (m is finite)
         s = tl.where(z > m, s * e + 1.0, s + e)
@@ -176,10 +180,10 @@ def merged_lse(ms_ptr, rows, row_ok, splits, B):
     return tl.where(s > 0, m, 0.0) + tl.log(tl.maximum(s, 1.0))   # s = 0 or s >= 1
 
 
-@triton.jit(do_not_specialize=["K"])
+@triton.jit(do_not_specialize=["B", "V", "K", "prune_limit", "logprobs", "processed"])
 def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, counts_ptr,
-                     values_ptr, ranks_ptr, B, V, K, stride, CHUNK, prune_limit,
-                     LOGPROBS: tl.constexpr, PROCESSED: tl.constexpr, BLOCK_R: tl.constexpr,
+                     values_ptr, ranks_ptr, B, V, K, stride, CHUNK, prune_limit, logprobs,
+                     processed, BLOCK_R: tl.constexpr,
                      BLOCK: tl.constexpr, LANES: tl.constexpr, KP: tl.constexpr,
                      G1: tl.constexpr, G2: tl.constexpr, G3: tl.constexpr,
                      STAGES: tl.constexpr):
@@ -200,12 +204,12 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
     x = tl.load(row_ptr + lo + cols, mask=tl.where(lo < full_end, row_ok3, False))  # early
     cutoff = tl.full([BLOCK_R], float("-inf"), tl.float32)
     t = tl.full([BLOCK_R], 1.0, tl.float32)
-    if PROCESSED:
+    if processed:
         cutoff = tl.load(cutoff_ptr + rows, mask=row_ok, other=float("-inf"))
         t = tl.load(temp_ptr + rows, mask=row_ok, other=1.0)
 
     slot, ok, live, key, skip, ck, pos = slot_order(logits_ptr, ids_ptr, rows, row_ok, cutoff,
-                                                    V, K, stride, KP, PROCESSED)
+                                                    V, K, stride, processed, KP)
     W: tl.constexpr = G1 + G2 + G3
     WS: tl.constexpr = KP - W
     keys = (sorted_keys(ck, pos, WS, G1), sorted_keys(ck, pos, WS + G1, G2),
@@ -218,27 +222,27 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
               tl.zeros([BLOCK_R, G2, LANES], tl.float32),
               tl.zeros([BLOCK_R, G3, LANES], tl.float32))
     first = x.to(tl.float32)       # prune unless the first block holds more than prune_limit
-    if PROCESSED:                  # entries at or above group 1's smallest key
+    if processed:                  # entries at or above group 1's smallest key
         first = tl.where(first >= cutoff[:, None, None], first, float("-inf"))
     prune = tl.sum(tl.where(first >= least[0][:, :, None], 1, 0)) <= prune_limit
     if prune:                      # two loops, no branch per block, each pipelined by Triton
         for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
             xb = tl.load(row_ptr + start + cols, mask=row_ok3)   # whole blocks, unmasked
-            m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, LANES,
-                                LOGPROBS, PROCESSED, False, True)
+            m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, logprobs,
+                                processed, LANES, False, True)
     else:
         for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
             xb = tl.load(row_ptr + start + cols, mask=row_ok3)
-            m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, LANES,
-                                LOGPROBS, PROCESSED, False, False)
+            m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, logprobs,
+                                processed, LANES, False, False)
     if full_end < hi:                             # the row's ragged last block
         ok3 = row_ok3 & (full_end + cols < hi)
         x = tl.load(row_ptr + full_end + cols, mask=ok3, other=float("-inf"))
-        m, s, counts = fold(x, ok3, m, s, counts, keys, least, cutoff, t, LANES, LOGPROBS,
-                            PROCESSED, True, True)
+        m, s, counts = fold(x, ok3, m, s, counts, keys, least, cutoff, t, logprobs,
+                            processed, LANES, True, True)
 
     ms_ptr = (counts_ptr + splits * B * W).to(tl.pointer_type(tl.float32))   # after [S, B, W]
-    if LOGPROBS:
+    if logprobs:
         m_all = tl.max(m, axis=2)
         s_all = tl.sum(s * tl.exp(m - m_all[:, :, None]), axis=2)
         at = split * B + rows[:, None]
@@ -259,10 +263,8 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
             count += tl.load(counts_ptr + p * B * W + spot, mask=counted, other=0,
                              cache_modifier=".cg")
         rank = tl.where(counted, count, tl.where(live & (key == float("-inf")), V, 0))
-        z = key
-        if PROCESSED:
-            z = z / t[:, None]
-        if LOGPROBS:
+        z = key / t[:, None]                       # t = 1 in the raw modes
+        if logprobs:
             lse = merged_lse(ms_ptr, rows, row_ok, splits, B)
             z = tl.where(z == float("-inf"), float("-inf"), z - lse[:, None])
         out = rows.to(tl.int64)[:, None] * K + slot[None, :]
@@ -289,8 +291,8 @@ CPU_BLOCK, CPU_TILE = 4096, 2**20    # CPU: columns a block at most; entries (ro
 
 
 def id_groups(slots: int) -> tuple[int, int, int]:
-    """(G1, G2, G3) of K = ``slots``: (max(4, next_pow2(K - 5)), 4, 1) (module docstring)."""
-    return (max(4, triton.next_power_of_2(max(slots - 5, 1))), *SMALLEST_GROUPS)
+    """(G1, G2, G3) of K = ``slots``: (max(16, next_pow2(K - 5)), 4, 1) (module docstring)."""
+    return (max(16, triton.next_power_of_2(max(slots - 5, 1))), *SMALLEST_GROUPS)
 
 
 def launch_for(batch: int, vocab: int, slots: int, device: torch.device) -> Launch:
@@ -353,7 +355,7 @@ def logprobs_launch(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
     with contextlib.nullcontext() if cuda else np.errstate(over="ignore"):
         _logprobs_kernel[(row_blocks, splits)](
             logits, token_ids, cutoff, t, tickets, partials, values, ranks, batch, vocab, slots,
-            logits.stride(0), chunk, limit, LOGPROBS=logprobs, PROCESSED=processed,
+            logits.stride(0), chunk, limit, int(logprobs), int(processed),
             BLOCK_R=launch.rows, BLOCK=launch.block, LANES=lanes,
             KP=triton.next_power_of_2(width), G1=g1, G2=g2, G3=g3, STAGES=launch.stages,
             num_warps=launch.warps)

@@ -147,7 +147,7 @@ def residual_race(target_ptr, draft_probs_ptr, requests, rows, live, draft_id, s
     return race_chunk(seed, requests, winner, n_chunks, w0, w1, w2, w3, BLOCK_B, Q)
 
 
-@triton.jit(do_not_specialize=["seed", "B"])
+@triton.jit(do_not_specialize=["seed", "B", "K", "V", "n_chunks"])
 def _rejection_kernel(out_ptr, drafts_ptr, starts_ptr, counts_ptr, draft_probs_ptr, target_ptr,
                       bonus_ptr, greedy_ptr, seed, B, K, V, stride, n_chunks,
                       BLOCK_B: tl.constexpr, W: tl.constexpr, Q: tl.constexpr,
@@ -207,12 +207,16 @@ def _accept_bits_kernel(words_ptr, seed, K, W: tl.constexpr):
 
 def _launch_shape(batch: int, vocab: int, device: torch.device):
     """(BLOCK_B, num_warps): as many requests per program as fill a tile of 4 Q columns each.
-    CPU: 2^17-token tiles, so a call is a few programs. GPU: 2^11-token tiles,
-    so LLM vocabularies (Q = 512) get one request per program, GPU_WARPS warps streaming its
-    rows, and small ones (the acceptance-tail requests, V = 2) many requests per program."""
-    tile = CPU_TILE if device.type != "cuda" else GPU_TILE
-    block_b = min(triton.next_power_of_2(batch), max(1, tile // (4 * quarter_width(vocab))))
-    return block_b, (4 if tile > GPU_TILE else GPU_WARPS)
+    CPU: 2^17-token tiles, so a call is a few programs (at most the batch: the interpreter
+    pays for masked requests). GPU: 2^11-token tiles, so LLM vocabularies (Q = 512) get one
+    request per program, GPU_WARPS warps streaming its rows, and small ones (the
+    acceptance-tail requests, V = 2) many requests per program; the tile, not the batch,
+    sets BLOCK_B, so the batch sizes of a run share one compiled kernel per (V's Q, K's W).
+    K, V and the chunk count are not specialised either."""
+    width = max(1, (CPU_TILE if device.type != "cuda" else GPU_TILE) // (4 * quarter_width(vocab)))
+    if device.type != "cuda":
+        return min(triton.next_power_of_2(batch), width), 4
+    return width, GPU_WARPS
 
 
 def _check(draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_token_ids,

@@ -177,7 +177,7 @@ def publish_split(best_ptr, part_ptr, ids_ptr, tickets_ptr, rows, row_ok, best, 
         merge_splits(best_ptr, part_ptr, ids_ptr, rows, row_ok, B, splits)
 
 
-@triton.jit(do_not_specialize=["seed"])
+@triton.jit(do_not_specialize=["seed", "B", "V", "n_chunks", "chunks_per_split", "splits"])
 def _race_kernel(probs_ptr, ids_ptr, best_ptr, part_ptr, tickets_ptr, seed, B, V, stride,
                  n_chunks, chunks_per_split, splits, BLOCK_R: tl.constexpr, Q: tl.constexpr,
                  SPLIT: tl.constexpr, STAGES: tl.constexpr, UNROLL: tl.constexpr,
@@ -297,7 +297,8 @@ def race_exact(probs: torch.Tensor, seed) -> torch.Tensor:
     _race_kernel[(row_blocks, splits)](
         probs, ids, best, part, tickets, seed, batch, vocab, probs.stride(0), chunks,
         per_split, splits, BLOCK_R=block_r, Q=q, SPLIT=splits > 1, STAGES=GPU_STAGES,
-        UNROLL=GPU_UNROLL, LATE_NOISE=GPU_LATE_NOISE, NCP=triton.next_power_of_2(per_split),
+        UNROLL=GPU_UNROLL, LATE_NOISE=GPU_LATE_NOISE,
+        NCP=triton.next_power_of_2(per_split) if GPU_LATE_NOISE else 1,
         num_warps=warps)
     return ids
 

@@ -42,10 +42,10 @@ import triton.language as tl
 from kernels.meta import per_request_seeds
 from kernels.sample_logits.race_noise import finite_or_masked
 from kernels.sample_logits.triton_row_fallback import fallback_race
-from kernels.sample_logits.triton_top_k_select import cpu_rows, select_race
+from kernels.sample_logits.triton_top_k_select import GROUPS, cpu_rows, select_race
 from kernels.triton_seeds import seed_argument
 
-KMAX, GROUPS = 1024, 1024
+KMAX = 1024
 CPU_TILE = 2**20                  # entries a program of _group_max holds on a CPU (Triton's
 # largest tensor: the interpreter pays per program, little per entry)
 GPU_GROUP_BLOCK, GPU_GROUP_WARPS = 8192, 4        # _group_max: columns and warps a program
@@ -53,7 +53,7 @@ GPU_SELECT_WARPS = 4                               # _select_race
 NEG_INF = float("-inf")
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["B", "V", "G"])
 def _group_max(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr, bad_ptr, B, V,
                stride, G, BLOCK_R: tl.constexpr, BLOCK_G: tl.constexpr, S: tl.constexpr):
     """Programs (row block, group block): the max m of each group of S columns (-inf past V;

@@ -154,7 +154,7 @@ def race_columns(logits_ptr, rows64, flagged, stride, V, cutoff, t, greedy, seed
     return best, best_col
 
 
-@triton.jit(do_not_specialize=["seed"])
+@triton.jit(do_not_specialize=["seed", "B", "V", "splits"])
 def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids_ptr, best_ptr,
                    part_ptr, tickets_ptr, seed, B, V, stride, per_split, splits,
                    BLOCK_R: tl.constexpr, BLOCK: tl.constexpr, SEARCH: tl.constexpr,

@@ -48,6 +48,7 @@ GPU_SMALL, CPU_SMALL = 128, 16  # up to this many candidates: thresholds by rank
 TILE, CPU_TILE = 4096, 1024    # entries of the selected groups read per step (GPU, CPU)
 CPU_NUMEL = 1 << 20            # a CPU program's widest tensor (Triton's limit): its rows
 SCRATCH_BYTES = 1 << 28        # the scratch of one launch (the rows beyond take more launches)
+GROUPS = 1024                  # group maxima a row has at most (triton_filtered_race)
 NUCLEUS_GROUPS = 256           # top-p alone: candidates from the groups of the 256 largest maxima
 
 
@@ -206,7 +207,7 @@ def whole_row_mass(masses_ptrs, maxima, alone, t):
     return tl.sum(tl.where(live, mass * scale, 0.0), axis=1)
 
 
-@triton.jit(do_not_specialize=["seed"])
+@triton.jit(do_not_specialize=["seed", "row0", "B", "V", "G", "kmax", "nucleus_groups"])
 def _select_race(logits_ptr, maxima_ptr, masses_ptr, temp_ptr, topk_ptr, topp_ptr, groups_ptr,
                  vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0, B, V, G, stride, kmax,
                  nucleus_groups, BLOCK_R: tl.constexpr, GP: tl.constexpr, S: tl.constexpr,
@@ -307,11 +308,14 @@ def tiers(vocab: int, groups: int, width: int, device: torch.device, block_r: in
     """(SMALL, GP, GB, NMAX) of ``_select_race``: the most candidates ranked by an N x N
     comparison (GPU_SMALL with one row a program, as on a GPU), the group count and the
     groups read per step as powers of two, and the width of the bisection's tensors (a row
-    never holds more than V candidates)."""
+    never holds more than V candidates). On a GPU, GP = GROUPS and NMAX = CMAX whatever V:
+    every vocabulary up to GROUPS columns (S = 1) shares one compiled kernel, and larger
+    ones one per S (Triton compiles each for seconds); on a CPU, where the interpreter pays
+    per entry, the tightest powers of two."""
     cuda = device.type == "cuda"
-    gp = triton.next_power_of_2(groups)
+    gp = GROUPS if cuda else triton.next_power_of_2(groups)
     gb = max(1, min(gp, (TILE if cuda else CPU_TILE) // width))
-    nmax = min(CMAX.value, triton.next_power_of_2(vocab))
+    nmax = CMAX.value if cuda else min(CMAX.value, triton.next_power_of_2(vocab))
     return (GPU_SMALL if block_r == 1 else CPU_SMALL), gp, gb, nmax
 
 
