@@ -63,7 +63,10 @@ class TorchState:
         repeat itself, and hide the very nondeterminism the validity checks look for."""
         torch.set_default_dtype(self.default_dtype)
         enabled, warn_only = self.deterministic
-        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+        if (torch.are_deterministic_algorithms_enabled(),
+                torch.is_deterministic_algorithms_warn_only_enabled()) != self.deterministic:
+            # only where changed: the setter imports torch._inductor (seconds, per process)
+            torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
         torch.set_grad_enabled(self.grad)
 
 

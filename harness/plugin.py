@@ -121,6 +121,8 @@ def activate(config) -> HarnessSession:
     config.addinivalue_line("markers", "statistical: a check that spends part of the run's "
                                        "false-fail budget")
     config.addinivalue_line("markers", "gpu: a check that runs on a CUDA device only")
+    config.addinivalue_line("markers", "many_shapes: a check whose batches bring many shapes "
+                            "(started first by xdist workers)")
     state = config.stash[SESSION] = HarnessSession(config)
     config.pluginmanager.register(state, "sampling-harness-session")
     if state.controller and xdist_gpus.workers(config) > 1:   # total, order
@@ -205,6 +207,8 @@ def pytest_collection_modifyitems(session, config, items):
     if state is None:
         return
     _mark_as_declared(items)
+    if hasattr(config, "workerinput"):
+        _many_shapes_first(items)
     state.statistical_checks = state.pinned_checks or sum(
         _is_check(item) and item.get_closest_marker("statistical") is not None
         for item in items)
@@ -236,9 +240,23 @@ def _mark_as_declared(items) -> None:
         if item.path.name != declared.file:
             raise pytest.UsageError(f"{item.nodeid}: family {marker.args[0]!r} declares check "
                                     f"{name!r} in {declared.file}, not {item.path.name}")
-        for mark, on in (("statistical", declared.statistical), ("gpu", declared.gpu)):
+        for mark, on in (("statistical", declared.statistical), ("gpu", declared.gpu),
+                         ("many_shapes", declared.many_shapes)):
             if on and item.get_closest_marker(mark) is None:
                 item.add_marker(mark)
+
+
+def _many_shapes_first(items) -> None:
+    """On an xdist worker (every worker collects alike, and the scheduler hands out items
+    in that order): the checks declared ``many_shapes`` first; in each part, the checks of
+    kernels under test (which may compile) before the baselines' (torch, which compile
+    nothing); otherwise in collection order."""
+    def later(item) -> tuple[bool, bool]:
+        kernel = getattr(getattr(item, "callspec", None), "params", {}).get("kernel")
+        return (item.get_closest_marker("many_shapes") is None,
+                getattr(kernel, "role", "kernel") != "kernel")
+
+    items.sort(key=later)
 
 
 def pytest_collection_finish(session):

@@ -139,13 +139,19 @@ def test_no_requests():
     assert run(empty, 1).shape == (0, 1)
 
 
-@pytest.mark.parametrize("block_b", [1, 4])
-def test_launch_shapes_match(monkeypatch, block_b):
-    """One request per program (the GPU's layout) or a few give the default's output."""
+@pytest.mark.parametrize("block_b, positions", [(1, None), (4, None), (8, 16)])
+def test_launch_shapes_match(monkeypatch, block_b, positions):
+    """One request per program (the GPU's layout), a few, or more requests than the batch
+    holds, each with more positions than its drafts need (a GPU holds at least
+    GPU_POSITIONS), give the default's output, with and without draft probs."""
     inputs = make_batch(ragged(6, 3, 2), 1031, 11)
-    default = run(inputs, 77)
+    one_hot = {**inputs, "draft_probs": None}
+    default, default_one_hot = run(inputs, 77), run(one_hot, 77)
     monkeypatch.setattr(triton_rejection, "_launch_shape", lambda b, v, d: (block_b, 1))
+    if positions is not None:
+        monkeypatch.setattr(triton_rejection, "positions_width", lambda width, d: positions)
     assert torch.equal(run(inputs, 77), default)
+    assert torch.equal(run(one_hot, 77), default_one_hot)
 
 
 def test_same_seed_same_output_and_seed_changes_draws():

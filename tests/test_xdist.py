@@ -126,3 +126,24 @@ def test_gpus_and_n_do_not_mix():
     config = _config(harness_gpus=2)
     xdist_gpus.configure(config, "cpu")
     assert len(config.option.tx) == 2 and config.option.dist == "load"
+
+
+def test_workers_start_the_many_shape_checks_of_kernels_under_test_first():
+    """Items in collection order: a baseline's check, a kernel's many-shape check, a
+    baseline's many-shape check, a kernel's check, a kernel's many-shape check. Workers order
+    them many-shape first, in each part kernels under test before baselines, otherwise as
+    collected."""
+    from types import SimpleNamespace
+
+    from harness.plugin import _many_shapes_first
+
+    def item(name, many, role):
+        marker = object() if many else None
+        return SimpleNamespace(name=name, get_closest_marker=lambda mark: marker,
+                               callspec=SimpleNamespace(params={
+                                   "kernel": SimpleNamespace(role=role)}))
+
+    items = [item("a", False, "baseline"), item("b", True, "kernel"),
+             item("c", True, "baseline"), item("d", False, "kernel"), item("e", True, "kernel")]
+    _many_shapes_first(items)
+    assert [i.name for i in items] == ["b", "e", "c", "d", "a"]

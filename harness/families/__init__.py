@@ -51,7 +51,10 @@ class Check:
     of the run's false-fail budget (its verdict states alpha, samples and the minimum
     detectable effect); otherwise it is exact and spends none. ``gpu``: it runs on a CUDA
     device only (skipped on a CPU run, still counted in the budget split). ``sanitize``: it
-    is re-run under ``--sanitize`` (compute-sanitizer). The plugin marks each collected
+    is re-run under ``--sanitize`` (compute-sanitizer). ``many_shapes``: its batches bring
+    many shapes and dtypes, so a compiled kernel (Triton) compiles a variant for each; with
+    several workers such checks start first (the longest first: the run's wall time is not
+    one late compile-bound check). The plugin marks each collected
     check from this declaration (a suite writes no ``statistical`` or ``gpu`` mark itself),
     and a check function that its family does not declare stops the run.
     """
@@ -62,6 +65,7 @@ class Check:
     statistical: bool = False
     gpu: bool = False
     sanitize: bool = False
+    many_shapes: bool = False
 
     @property
     def function(self) -> str:

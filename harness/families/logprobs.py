@@ -125,18 +125,18 @@ def bench_batch(shape: str, device: torch.device) -> dict:
 
 
 CHECKS = (
-    Check("validity", "test_validity.py", sanitize=True, detects=(
+    Check("validity", "test_validity.py", sanitize=True, many_shapes=True, detects=(
         "a broken output (shape, dtype, -inf exactly at padding, NaN or +inf, ranks off "
         "[1, V]), padding that changes other slots, outputs that change between calls")),
-    Check("values", "test_curated.py", detects=(
+    Check("values", "test_curated.py", many_shapes=True, detects=(
         "a value off the float64 reference beyond its float32-derived tolerance, in any mode "
         "and dtype, on curated rows")),
-    Check("tme", "test_curated.py", detects=(
+    Check("tme", "test_curated.py", many_shapes=True, detects=(
         "a TME over the bound its tolerances give: a systematic error (wrong tensor "
         "gathered, low precision)")),
-    Check("ranks", "test_curated.py", detects=(
+    Check("ranks", "test_curated.py", many_shapes=True, detects=(
         "a rank off its exact range (the token and its ties counted with >=)")),
-    Check("generated", "test_generated.py", detects=(
+    Check("generated", "test_generated.py", many_shapes=True, detects=(
         "values, ranks or TME off on Hypothesis-generated batches (ties, -inf, bf16, fp16, "
         "padding anywhere)")),
 )

@@ -240,10 +240,10 @@ def bench_batch(shape: str, device: torch.device) -> dict:
 
 
 CHECKS = (
-    Check("validity", "test_validity.py", sanitize=True, detects=(
+    Check("validity", "test_validity.py", sanitize=True, many_shapes=True, detects=(
         "a broken output layout (ids, then -1), a draft of target probability 0 accepted, a "
         "draft with p >= q rejected, a token off the residual's support, unwritten slots")),
-    Check("greedy", "test_greedy.py", detects=(
+    Check("greedy", "test_greedy.py", many_shapes=True, detects=(
         "a greedy request that differs from the float64 greedy output (lowest-index argmax "
         "on ties, the bonus after all matches)")),
     Check("acceptance_length", "test_acceptance.py", statistical=True, detects=(
@@ -266,10 +266,10 @@ CHECKS = (
     Check("independence", "test_independence.py", statistical=True, detects=(
         "outcomes that depend on each other across requests of a call or calls with "
         "adjacent seeds")),
-    Check("tail", "test_tail.py", statistical=True, detects=(
+    Check("tail", "test_tail.py", statistical=True, many_shapes=True, detects=(
         "rare residual tokens recovered too seldom or too often (a noise floor in the "
         "recovered-token race)")),
-    Check("batch_invariance", "test_batch_invariance.py", detects=(
+    Check("batch_invariance", "test_batch_invariance.py", many_shapes=True, detects=(
         "a request's accepted drafts or emitted token moving with its batch (size, "
         "batch-mates' drafts, counts and rows; with per-request seeds its position, "
         "batch-mates' seeds or unseeded batch-mates)")),

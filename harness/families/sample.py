@@ -131,7 +131,7 @@ CHECKS = (
     Check("tail", "test_tail.py", statistical=True, detects=(
         "rare tokens winning too seldom or too often for their mass (a noise floor, a "
         "truncated candidate set)")),
-    Check("batch_invariance", "test_batch_invariance.py", detects=(
+    Check("batch_invariance", "test_batch_invariance.py", many_shapes=True, detects=(
         "a request's token moving with its batch: the batch size, its batch-mates' rows, "
         "and with per-request seeds its position, batch-mates' seeds or unseeded "
         "batch-mates; per-request seeds that never reach the draws")),

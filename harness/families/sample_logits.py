@@ -171,7 +171,7 @@ def bench_batch(shape: str, device: torch.device) -> dict:
 
 
 CHECKS = (
-    Check("validity", "test_validity.py", sanitize=True, detects=(
+    Check("validity", "test_validity.py", sanitize=True, many_shapes=True, detects=(
         "a broken contract, a masked token (-inf, outside top-k or top-p) drawn, greedy rows "
         "off the argmax, ids that change between two calls with one seed, a raise, a hang")),
     Check("fit_curated", "test_fit.py", statistical=True, detects=(
@@ -180,12 +180,12 @@ CHECKS = (
     Check("fit_generated", "test_fit.py", statistical=True, detects=(
         "a wrong processed law on Hypothesis-generated rows (ties, -inf, huge ranges, three "
         "dtypes)")),
-    Check("fit_large_vocab", "test_fit.py", statistical=True, gpu=True, detects=(
+    Check("fit_large_vocab", "test_fit.py", statistical=True, gpu=True, many_shapes=True, detects=(
         "a wrong processed law at V = 151936: total variation over large_tv")),
     Check("boundaries", "test_boundaries.py", statistical=True, detects=(
         "a wrong top-k or top-p boundary decision carrying real mass (ties at the k-th "
         "dropped, the crossing token dropped, top-p before top-k)")),
-    Check("greedy", "test_greedy.py", detects=(
+    Check("greedy", "test_greedy.py", many_shapes=True, detects=(
         "a temperature-0 row that is not the lowest-index argmax of its logits, in any dtype, "
         "mixed with sampled rows")),
     Check("independence", "test_independence.py", statistical=True, detects=(
@@ -193,11 +193,11 @@ CHECKS = (
         "seeds")),
     Check("tail", "test_tail.py", statistical=True, detects=(
         "rare tokens of the processed law winning too seldom or too often (a noise floor)")),
-    Check("batch_invariance", "test_batch_invariance.py", detects=(
+    Check("batch_invariance", "test_batch_invariance.py", many_shapes=True, detects=(
         "a request's token moving with its batch (size, batch-mates' rows with their own "
         "temperature, top-k, top-p; with per-request seeds its position, batch-mates' seeds "
         "or unseeded batch-mates)")),
-    Check("non_finite", "test_non_finite.py", detects=(
+    Check("non_finite", "test_non_finite.py", many_shapes=True, detects=(
         "rows of NaN, all -inf or +inf logits not given the sentinel id 0; a poisoned row "
         "moving a batch-mate; ids outside [0, V) at vocabularies off every block size "
         "(padding that wins a tie)")),

@@ -49,6 +49,7 @@ ACCEPT_BIT = tl.constexpr(1 << 60)   # acceptance words: counters b 2^20 + i wit
 POSITION_BITS = 20                   # positions per request in the acceptance counters
 GPU_WARPS = 4                        # one request per program: 16-byte loads of 512-column quarters
 GPU_TILE = 2048                      # columns (4 Q per request) per program on a GPU
+GPU_POSITIONS = 8                    # positions (K + 1) a GPU program holds per request, at least
 CPU_TILE = 2**17                     # columns per program on a CPU (the interpreter: per program)
 LAYOUTS_HELD, HELD_REQUESTS = 16, 4096   # device layouts held for captures (module docstring)
 _LAYOUTS: OrderedDict = OrderedDict()    # (device, counts) -> (layout, event): the latest
@@ -74,15 +75,14 @@ def uniform53(hi, lo):
 
 @triton.jit
 def accepted_length(target_ptr, draft_probs_ptr, rows, drafts, live, stride, u, n, positions,
-                    HAS_DRAFT: tl.constexpr):
+                    has_draft):
     """A: the first ``live`` position whose draft fails u q(d) < p(d) in float64 (q = 1
     without draft probs), n if none. Reads p(d), q(d) at the live positions only."""
     at = rows * stride + drafts
     p = tl.load(target_ptr + at, mask=live, other=0.0).to(tl.float64)
-    if HAS_DRAFT:
+    q = tl.full(u.shape, 1.0, tl.float64)
+    if has_draft:
         q = tl.load(draft_probs_ptr + at, mask=live, other=1.0).to(tl.float64)
-    else:
-        q = 1.0
     rejected = live & ~(u * q < p)
     return tl.min(tl.where(rejected, positions, n[:, None]), axis=1)
 
@@ -107,26 +107,26 @@ def row_argmax(target_ptr, rows, live, stride, V, n_chunks, BLOCK_B: tl.constexp
 
 @triton.jit
 def residual_chunk(target_ptr, draft_probs_ptr, rows, live, stride, V, col0, draft_id,
-                   Q: tl.constexpr, HAS_DRAFT: tl.constexpr):
+                   has_draft, Q: tl.constexpr):
     """The four quarters of w = max(p - q, 0) on the chunks starting at ``col0``, in float32
     (q one-hot at ``draft_id`` without draft probs); 0 on rows that are not live."""
     p0, p1, p2, p3 = chunk_probs(target_ptr, rows, live, stride, V, col0, Q)
-    if HAS_DRAFT:
+    if has_draft:
         q0, q1, q2, q3 = chunk_probs(draft_probs_ptr, rows, live, stride, V, col0, Q)
     else:
         d = draft_id[:, None] - col0
         j = tl.arange(0, Q)[None, :]
-        q0 = tl.where(j == d, 1.0, 0.0)
-        q1 = tl.where(j + Q == d, 1.0, 0.0)
-        q2 = tl.where(j + 2 * Q == d, 1.0, 0.0)
-        q3 = tl.where(j + 3 * Q == d, 1.0, 0.0)
+        q0 = tl.where(j == d, 1.0, 0.0) + tl.zeros_like(p0)
+        q1 = tl.where(j + Q == d, 1.0, 0.0) + tl.zeros_like(p1)
+        q2 = tl.where(j + 2 * Q == d, 1.0, 0.0) + tl.zeros_like(p2)
+        q3 = tl.where(j + 3 * Q == d, 1.0, 0.0) + tl.zeros_like(p3)
     return (tl.maximum(p0 - q0, 0.0), tl.maximum(p1 - q1, 0.0), tl.maximum(p2 - q2, 0.0),
             tl.maximum(p3 - q3, 0.0))
 
 
 @triton.jit
 def residual_race(target_ptr, draft_probs_ptr, requests, rows, live, draft_id, seed, stride, V,
-                  n_chunks, BLOCK_B: tl.constexpr, Q: tl.constexpr, HAS_DRAFT: tl.constexpr):
+                  n_chunks, has_draft, BLOCK_B: tl.constexpr, Q: tl.constexpr):
     """triton-exact's two-level race over the residual of draft row ``rows``, with the noise
     of race row ``requests``: level 1 picks the chunk with the highest W_G / e_G, level 2
     the token of that chunk with the highest w / e (scores never NaN: e > 0 is finite)."""
@@ -135,7 +135,7 @@ def residual_race(target_ptr, draft_probs_ptr, requests, rows, live, draft_id, s
     for chunk in range(0, n_chunks):
         w0, w1, w2, w3 = residual_chunk(target_ptr, draft_probs_ptr, rows, live, stride, V,
                                         tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q,
-                                        draft_id, Q, HAS_DRAFT)
+                                        draft_id, has_draft, Q)
         mass = tl.sum(w0 + w1 + w2 + w3, axis=1)
         level1 = tl.where(mass > 0, mass / chunk_noise(seed, requests, chunk, n_chunks), -1.0)
         better = level1 > best
@@ -143,16 +143,16 @@ def residual_race(target_ptr, draft_probs_ptr, requests, rows, live, draft_id, s
         winner = tl.where(better, chunk, winner)
 
     w0, w1, w2, w3 = residual_chunk(target_ptr, draft_probs_ptr, rows, live, stride, V,
-                                    (winner * 4 * Q)[:, None], draft_id, Q, HAS_DRAFT)
+                                    (winner * 4 * Q)[:, None], draft_id, has_draft, Q)
     return race_chunk(seed, requests, winner, n_chunks, w0, w1, w2, w3, BLOCK_B, Q)
 
 
-@triton.jit(do_not_specialize=["seed", "B", "K", "V", "n_chunks"])
+@triton.jit(do_not_specialize=["seed", "B", "K", "V", "n_chunks", "has_draft"])
 def _rejection_kernel(out_ptr, drafts_ptr, starts_ptr, counts_ptr, draft_probs_ptr, target_ptr,
-                      bonus_ptr, greedy_ptr, seed, B, K, V, stride, n_chunks,
-                      BLOCK_B: tl.constexpr, W: tl.constexpr, Q: tl.constexpr,
-                      HAS_DRAFT: tl.constexpr):
-    """Each program: BLOCK_B requests, every slot of their output rows written."""
+                      bonus_ptr, greedy_ptr, seed, B, K, V, stride, n_chunks, has_draft,
+                      BLOCK_B: tl.constexpr, W: tl.constexpr, Q: tl.constexpr):
+    """Each program: BLOCK_B requests, every slot of their output rows written
+    (``has_draft``: a runtime flag, 0 where q is one-hot at the draft)."""
     requests = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     ok = requests < B
     start = tl.load(starts_ptr + requests, mask=ok, other=0)
@@ -167,12 +167,12 @@ def _rejection_kernel(out_ptr, drafts_ptr, starts_ptr, counts_ptr, draft_probs_p
     hi, lo = accept_words(seed, requests, positions)
     sampled = accepted_length(target_ptr, draft_probs_ptr, start[:, None] + positions, drafts,
                               proposed & ~greedy[:, None], stride, uniform53(hi, lo), n,
-                              positions, HAS_DRAFT)
+                              positions, has_draft)
     racing = ok & ~greedy & (sampled < n)
     if tl.max(racing.to(tl.int32)) > 0:
         draft_id = tl.sum(tl.where(positions == sampled[:, None], drafts, 0), axis=1)
         token = residual_race(target_ptr, draft_probs_ptr, requests, start + sampled, racing,
-                              draft_id, seed, stride, V, n_chunks, BLOCK_B, Q, HAS_DRAFT)
+                              draft_id, seed, stride, V, n_chunks, has_draft, BLOCK_B, Q)
         emitted = tl.where(racing, token, emitted)
 
     # greedy requests: position after position, no loads after the first mismatch
@@ -217,6 +217,13 @@ def _launch_shape(batch: int, vocab: int, device: torch.device):
     if device.type != "cuda":
         return min(triton.next_power_of_2(batch), width), 4
     return width, GPU_WARPS
+
+
+def positions_width(width: int, device: torch.device) -> int:
+    """W: the positions a program holds per request, K + 1 rounded up to a power of two; on
+    a GPU at least GPU_POSITIONS, so every K < GPU_POSITIONS shares a compiled kernel."""
+    least = GPU_POSITIONS if device.type == "cuda" else 1
+    return max(least, triton.next_power_of_2(width + 1))
 
 
 def _check(draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_token_ids,
@@ -269,9 +276,8 @@ def rejection_exact(draft_token_ids: torch.Tensor, num_draft_tokens, draft_probs
     _rejection_kernel[(triton.cdiv(batch, block_b),)](
         out, draft_token_ids.contiguous(), layout[0], layout[1], draft, target,
         bonus_token_ids.contiguous(), greedy.contiguous(), seed, batch, width, vocab,
-        target.stride(0), triton.cdiv(vocab, 4 * q), BLOCK_B=block_b,
-        W=triton.next_power_of_2(width + 1), Q=q, HAS_DRAFT=draft_probs is not None,
-        num_warps=warps)
+        target.stride(0), triton.cdiv(vocab, 4 * q), int(draft_probs is not None),
+        BLOCK_B=block_b, W=positions_width(width, device), Q=q, num_warps=warps)
     return out
 
 

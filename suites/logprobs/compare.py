@@ -18,6 +18,10 @@ only one of the admissible ones).
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -62,13 +66,54 @@ def _row_ambiguous(batch: dict, mode: str) -> np.ndarray:
     return proc.ambiguous.any(axis=1)
 
 
-def compare(batch: dict, mode: str, values: torch.Tensor, ranks: torch.Tensor | None) -> dict:
-    """Everything one (batch, mode) comparison found; ``failures`` lists what broke."""
+@dataclass(frozen=True)
+class Expected:
+    """The reference side of a (batch, mode) comparison: the value and rank ranges, the
+    reference values, the ambiguous decisions, the tolerances, the ambiguous rows."""
+
+    bounds: object
+    reference: np.ndarray
+    ambiguous: np.ndarray
+    tol: np.ndarray
+    row_ambiguous: np.ndarray
+
+
+EXPECTED_HELD = 64
+_EXPECTED: OrderedDict = OrderedDict()   # (mode, fingerprint of the batch) -> Expected
+
+
+def fingerprint(batch: dict) -> str:
+    """A digest of the batch's tensors (dtype, shape, bytes): equal batches, equal digests."""
+    digest = hashlib.blake2b(digest_size=16)
+    for name in sorted(batch):
+        tensor = batch[name].detach().cpu().contiguous()
+        digest.update(f"{name}{tensor.dtype}{tuple(tensor.shape)}".encode())
+        digest.update(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    return digest.hexdigest()
+
+
+def expected(batch: dict, mode: str) -> Expected:
+    """The float64 reference of (batch, mode), computed once and held for the latest
+    EXPECTED_HELD pairs: the checks of one run compare every kernel on the same curated
+    batches, and the reference costs far more than a kernel call."""
+    key = (mode, fingerprint(batch))
+    if key in _EXPECTED:
+        _EXPECTED.move_to_end(key)
+        return _EXPECTED[key]
     args = (batch["logits"], mode, batch["temperature"], batch["top_k"], batch["top_p"],
             batch["token_ids"])
-    bounds = mode_bounds(*args)
     reference, _, ambiguous = mode_values(*args)
-    tol = tolerances(batch, mode)
+    _EXPECTED[key] = Expected(mode_bounds(*args), reference, ambiguous,
+                              tolerances(batch, mode), _row_ambiguous(batch, mode))
+    while len(_EXPECTED) > EXPECTED_HELD:
+        _EXPECTED.popitem(last=False)
+    return _EXPECTED[key]
+
+
+def compare(batch: dict, mode: str, values: torch.Tensor, ranks: torch.Tensor | None) -> dict:
+    """Everything one (batch, mode) comparison found; ``failures`` lists what broke."""
+    want = expected(batch, mode)
+    bounds, reference, ambiguous, tol = want.bounds, want.reference, want.ambiguous, want.tol
     got = values.detach().to("cpu", torch.float64).numpy()
     pad = batch["token_ids"].cpu().numpy() < 0
     with np.errstate(invalid="ignore"):
@@ -97,7 +142,7 @@ def compare(batch: dict, mode: str, values: torch.Tensor, ranks: torch.Tensor | 
                 + (f"..{int(bounds.rank_high[row, slot])}"
                    if bounds.rank_high[row, slot] != bounds.rank_low[row, slot] else "")
                 + f" ({int(rank_wrong.sum())} ranks wrong)")
-    sure = ~pad & ~_row_ambiguous(batch, mode)[:, None]
+    sure = ~pad & ~want.row_ambiguous[:, None]
     record = {"mode": mode, "tokens": int((~pad).sum()), "ambiguous": int(ambiguous.sum()),
               "values_wrong": int(wrong.sum()), "ranks_wrong": int(rank_wrong.sum()),
               "ranks_checked": ranks is not None, "failures": failures,
