@@ -55,7 +55,8 @@ def _parser() -> argparse.ArgumentParser:
                             "a CPU run: N workers on the CPU); see docs/scale-out.md")
     check.add_argument("--workers-per-gpu", type=positive(int), default=None, metavar="W",
                        help="W pytest-xdist workers share each GPU (Triton's compilation and "
-                            "the host's work run in parallel); see docs/scale-out.md")
+                            "the host's work run in parallel; default for check all on a GPU: "
+                            "half the CPU cores, at most 8); see docs/scale-out.md")
     sub.add_parser("list", help="families, kernels and mutants")
     bench = sub.add_parser("bench", help="time kernels of a family (GPU)")
     bench.add_argument("family", choices=tuple(FAMILIES))
@@ -115,6 +116,9 @@ def run_check(args) -> int:
         for target in args.kernel or default_kernels(family):
             load(target, family)
     launch = distributed.launch_env()
+    if args.workers_per_gpu is None and args.family == "all" and device.type == "cuda" \
+            and launch is None and not args.sanitize and not args.select:
+        args.workers_per_gpu = xdist_gpus.default_workers_per_gpu()
     workers = (args.gpus or 1) * (args.workers_per_gpu or 1)
     if launch is not None and workers > 1:
         raise HarnessError("--gpus / --workers-per-gpu (pytest-xdist) and torchrun do not mix: "

@@ -36,6 +36,16 @@ LINE = "sampling_harness_line"           # user property: a progress line (a che
 DIST = "load"
 
 
+DEFAULT_WORKERS_PER_GPU = 8     # check all on a GPU: at most this many workers share it
+
+
+def default_workers_per_gpu() -> int:
+    """Workers per GPU for ``check all`` on a GPU when none is asked for: half the CPU cores
+    (each worker compiles Triton kernels and builds batches on the host), at most
+    DEFAULT_WORKERS_PER_GPU; 1 where that leaves fewer than 2."""
+    return max(1, min(DEFAULT_WORKERS_PER_GPU, (os.cpu_count() or 2) // 2))
+
+
 def installed() -> bool:
     import importlib.util
 
