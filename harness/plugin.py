@@ -25,6 +25,7 @@ process that writes the reports (``harness.session``).
 
 from __future__ import annotations
 
+import collections
 import os
 import shlex
 import sys
@@ -250,13 +251,20 @@ def _many_shapes_first(items) -> None:
     """On an xdist worker (every worker collects alike, and the scheduler hands out items
     in that order): the checks declared ``many_shapes`` first; in each part, the checks of
     kernels under test (which may compile) before the baselines' (torch, which compile
-    nothing); otherwise in collection order."""
-    def later(item) -> tuple[bool, bool]:
+    nothing), and the kernels taking turns: one check of each, then a second of each, so
+    that workers starting together compile different kernels, and a kernel's later checks
+    find its variants in Triton's cache instead of compiling them again side by side;
+    otherwise in collection order."""
+    turns: collections.Counter = collections.Counter()
+    keys = {}
+    for item in items:
         kernel = getattr(getattr(item, "callspec", None), "params", {}).get("kernel")
-        return (item.get_closest_marker("many_shapes") is None,
-                getattr(kernel, "role", "kernel") != "kernel")
-
-    items.sort(key=later)
+        many = item.get_closest_marker("many_shapes") is not None
+        role = getattr(kernel, "role", "kernel")
+        turn = turns[many, getattr(kernel, "name", None)]
+        turns[many, getattr(kernel, "name", None)] += 1
+        keys[id(item)] = (not many, role != "kernel", turn)
+    items.sort(key=lambda item: keys[id(item)])
 
 
 def pytest_collection_finish(session):

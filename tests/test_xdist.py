@@ -130,20 +130,23 @@ def test_gpus_and_n_do_not_mix():
 
 def test_workers_start_the_many_shape_checks_of_kernels_under_test_first():
     """Items in collection order: a baseline's check, a kernel's many-shape check, a
-    baseline's many-shape check, a kernel's check, a kernel's many-shape check. Workers order
-    them many-shape first, in each part kernels under test before baselines, otherwise as
-    collected."""
+    baseline's many-shape check, a kernel's check, a kernel's many-shape check; then two
+    kernels' many-shape checks (x, x, y). Workers order them many-shape first, in each part
+    kernels under test before baselines, the kernels taking turns, otherwise as collected."""
     from types import SimpleNamespace
 
     from harness.plugin import _many_shapes_first
 
-    def item(name, many, role):
+    def item(name, many, role, kernel=None):
         marker = object() if many else None
         return SimpleNamespace(name=name, get_closest_marker=lambda mark: marker,
                                callspec=SimpleNamespace(params={
-                                   "kernel": SimpleNamespace(role=role)}))
+                                   "kernel": SimpleNamespace(role=role, name=kernel or name)}))
 
     items = [item("a", False, "baseline"), item("b", True, "kernel"),
              item("c", True, "baseline"), item("d", False, "kernel"), item("e", True, "kernel")]
     _many_shapes_first(items)
     assert [i.name for i in items] == ["b", "e", "c", "d", "a"]
+    items = [item(f"x{i}", True, "kernel", "x") for i in range(2)] + [item("y", True, "kernel")]
+    _many_shapes_first(items)
+    assert [i.name for i in items] == ["x0", "y", "x1"]
