@@ -322,7 +322,9 @@ class CheckContext:
         self.alpha = state.check_alpha if self.statistical else None
         self.seed = derive_seed(state.harness_seed, kernel.family, self.check_name)
         self.max_call_elements = MAX_CALL_ELEMENTS[self.device.type]
-        self.runner = Runner(kernel, self.device, state.call_timeout)
+        self.runner = Runner(kernel, self.device, state.call_timeout, shared_gpu=(
+            self.device.type == "cuda"
+            and (node.config.getoption("harness_workers_per_gpu") or 1) > 1))
         self.expectation = expectation(kernel.meta, self.check_name, self.device.type,
                                        state.budget)
         self.config = node.config
@@ -377,6 +379,10 @@ class CheckContext:
             outcome.message += (f" (isolated: the kernel {'; '.join(effects)}; settings "
                                 f"restored after each call)")
             outcome.details["side_effects"] = effects
+        if self.runner.oom_retries:
+            outcome.message += (f" ({self.runner.oom_retries} calls retried after running out "
+                                f"of the memory of the GPU that other workers share)")
+            outcome.details["oom_retries"] = self.runner.oom_retries
         return Verdict(
             name=self.name, family=self.kernel.family, kernel=self.kernel.name,
             target=self.kernel.target, check=self.check_name, verdict=state,

@@ -37,6 +37,8 @@ POISONS = (0x7F, 0xA5)             # byte patterns of the two poisoned calls of 
 CUDA_LARGE_POISON = 64 << 20       # a large-pool block (outputs above 1 MB come from here)
 CUDA_SMALL_POISON = 1 << 20        # small-pool blocks of the largest small size, two per segment
 CUDA_FILL_ROUNDS = 64              # rounds of filling the caching allocator's free blocks
+SHARED_OOM_WAITS = (1.0, 2.0, 4.0, 8.0, 16.0)   # seconds before each retry of a call that ran
+# out of memory on a GPU that other workers share (they release theirs after each check)
 
 
 def derive_seed(*parts: object) -> int:
@@ -174,6 +176,10 @@ def _poison_hint(output: object, byte: int) -> str:
             "memory: output the kernel never wrote)") if count else ""
 
 
+class _SharedOutOfMemory(Exception):
+    """A call ran out of memory on a GPU that other workers share (``Runner.call`` retries)."""
+
+
 @dataclass
 class Runner:
     """Calls one kernel of its family and keeps count of what it cost."""
@@ -187,6 +193,8 @@ class Runner:
     guard_seconds: float = 0.0     # building and checking guard bands (see harness.guard)
     on_draws: object = None        # called with each valid call's draws (a progress bar)
     side_effects: dict = field(default_factory=dict)   # what calls changed -> how many times
+    shared_gpu: bool = False       # other workers' checks use the same GPU (xdist)
+    oom_retries: int = 0           # calls retried after running out of the shared GPU's memory
 
     @property
     def family(self) -> Family:
@@ -197,7 +205,22 @@ class Runner:
         """One validated call of the kernel on a fresh copy of ``inputs`` (the contract's
         arguments but the seed, already on the device); ``seed`` an int, or per-request
         seeds (an int64 tensor, copied for the call); returns the family's validated
-        output. Every misbehaviour raises ``KernelFailure``."""
+        output. Every misbehaviour raises ``KernelFailure``. On a GPU that other workers
+        share, a call that runs out of memory is retried after SHARED_OOM_WAITS (their
+        checks hold memory for a while; a kernel that needs more than the GPU has still
+        fails), and counted in ``oom_retries``."""
+        for wait in (*SHARED_OOM_WAITS, None):
+            try:
+                return self._call_once(inputs, seed, poison, thorough)
+            except _SharedOutOfMemory as exc:
+                if wait is None:
+                    raise KernelFailure(str(exc)) from None
+                self.oom_retries += 1
+                torch.cuda.empty_cache()
+                time.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _call_once(self, inputs: dict, seed, poison: int, thorough: bool):
         family = self.family
         started = time.perf_counter()
         fresh, guards = guarded_copy(inputs)
@@ -229,7 +252,10 @@ class Runner:
                                 f"({_shape_note(inputs)}, {described(seed)})")
         if "error" in outcome:
             exc = outcome["error"]
-            raise KernelFailure(f"raised {type(exc).__name__}: {_first_line(exc)}"[:300])
+            message = f"raised {type(exc).__name__}: {_first_line(exc)}"[:300]
+            if self.shared_gpu and isinstance(exc, torch.OutOfMemoryError):
+                raise _SharedOutOfMemory(message)
+            raise KernelFailure(message)
         started = time.perf_counter()
         check_guards(guards, fresh, inputs, family.writable)
         self.guard_seconds += time.perf_counter() - started

@@ -109,3 +109,29 @@ def test_a_hanging_validity_call_leaves_torch_settings_as_they_were():
     with pytest.raises(KernelFailure, match="did not return"):
         kernel.call_twice({"probs": PROBS}, 0)
     assert not torch.are_deterministic_algorithms_enabled()
+
+
+@pytest.mark.parametrize("shared, failures, passes", [
+    (True, 2, True),     # a shared GPU: out of memory twice, then room: retried, passes
+    (True, 99, False),   # never any room: fails after the retries, with torch's message
+    (False, 1, False),   # a GPU of its own: out of memory is the kernel's failure at once
+])
+def test_out_of_memory_is_retried_only_on_a_shared_gpu(monkeypatch, shared, failures, passes):
+    import harness.runner as runner_module
+    monkeypatch.setattr(runner_module, "SHARED_OOM_WAITS", (0.0,) * 3)
+    calls = []
+
+    def tight(probs, seed):
+        calls.append(1)
+        if len(calls) <= failures:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB")
+        return probs.argmax(dim=1)
+
+    run = Runner(Kernel("k", "k", "sample", tight), torch.device("cpu"), 5.0, shared_gpu=shared)
+    if passes:
+        assert run.call({"probs": PROBS}, 0).tolist() == [0, 2]
+        assert run.oom_retries == 2 and not run.side_effects
+    else:
+        with pytest.raises(KernelFailure, match="OutOfMemoryError: CUDA out of memory"):
+            run.call({"probs": PROBS}, 0)
+        assert len(calls) == (4 if shared else 1)
