@@ -26,6 +26,7 @@ process that writes the reports (``harness.session``).
 from __future__ import annotations
 
 import collections
+import math
 import os
 import shlex
 import sys
@@ -34,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import distributed, xdist_gpus
+from harness import distributed, durations, xdist_gpus
 from harness.budgets import BUDGET_NAMES, MAX_CALL_ELEMENTS
 from harness.errors import HarnessError, KernelFailure
 from harness.families import FAMILIES
@@ -209,7 +210,7 @@ def pytest_collection_modifyitems(session, config, items):
         return
     _mark_as_declared(items)
     if hasattr(config, "workerinput"):
-        _many_shapes_first(items)
+        _longest_first(items, durations.load(state.device.type, state.budget))
     state.statistical_checks = state.pinned_checks or sum(
         _is_check(item) and item.get_closest_marker("statistical") is not None
         for item in items)
@@ -247,9 +248,25 @@ def _mark_as_declared(items) -> None:
                 item.add_marker(mark)
 
 
-def _many_shapes_first(items) -> None:
+def _longest_first(items, seconds: dict[str, float]) -> None:
     """On an xdist worker (every worker collects alike, and the scheduler hands out items
-    in that order): the checks declared ``many_shapes`` first; in each part, the checks of
+    in that order): the checks longest first, by ``seconds`` (node id -> the latest run's,
+    harness.durations). A check never timed counts as longest if declared ``many_shapes``,
+    else as shortest; ties (all of them, the first time) as ``_many_shapes_first`` orders
+    them."""
+    _many_shapes_first(items)
+    rank = {id(item): i for i, item in enumerate(items)}
+
+    def estimate(item) -> float:
+        if item.nodeid in seconds:
+            return seconds[item.nodeid]
+        return math.inf if item.get_closest_marker("many_shapes") is not None else 0.0
+
+    items.sort(key=lambda item: (-estimate(item), rank[id(item)]))
+
+
+def _many_shapes_first(items) -> None:
+    """The checks declared ``many_shapes`` first; in each part, the checks of
     kernels under test (which may compile) before the baselines' (torch, which compile
     nothing), and the kernels taking turns: one check of each, then a second of each, so
     that workers starting together compile different kernels, and a kernel's later checks

@@ -1,11 +1,16 @@
 """Tests run the Triton kernels through the interpreter on machines without a GPU."""
 
 import os
+import tempfile
 
 import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# the harness runs that tests start remember their checks' durations here, not in the
+# user's cache (harness/durations.py)
+os.environ.setdefault("SAMPLING_HARNESS_CACHE", tempfile.mkdtemp(prefix="harness-cache-"))
 
 if os.environ.get("PYTEST_XDIST_WORKER"):      # `pytest -n 2` (CI): one core a worker, and
     os.environ.setdefault("OMP_NUM_THREADS", "1")   # the same for the CLI runs it starts

@@ -1,0 +1,60 @@
+"""Check durations remembered between runs, so that workers start the longest checks first.
+
+A run on several workers lasts at least as long as its longest check, and longer when that
+check starts late: ordering the checks longest first (the LPT rule) keeps the run's wall
+time near max(longest check, total / workers). Durations are only known after a run, so
+each run remembers its checks' seconds, per device type and budget, in one small JSON file
+(``cache_path``: $SAMPLING_HARNESS_CACHE, else $XDG_CACHE_HOME/sampling-harness, else
+~/.cache/sampling-harness), and the next run's workers read it when they order their
+collection. A check never timed keeps the static order (harness.plugin). A file that cannot
+be read or written is ignored: the order is a matter of speed, never of verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+FILE = "durations.json"
+
+
+def cache_path() -> Path:
+    """Where the durations live (module docstring)."""
+    root = os.environ.get("SAMPLING_HARNESS_CACHE")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        root = Path(base) / "sampling-harness"
+    return Path(root) / FILE
+
+
+def _read() -> dict:
+    try:
+        document = json.loads(cache_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
+def load(device_type: str, budget: str) -> dict[str, float]:
+    """{check node id: seconds} of the latest runs on this device type at this budget."""
+    table = _read().get(f"{device_type}/{budget}", {})
+    return {k: float(v) for k, v in table.items() if isinstance(v, int | float)}
+
+
+def remember(device_type: str, budget: str, seconds: dict[str, float]) -> None:
+    """Merge these checks' seconds into the file (written whole, then renamed: a reader
+    never sees half a file)."""
+    if not seconds:
+        return
+    document = _read()
+    table = document.setdefault(f"{device_type}/{budget}", {})
+    table.update({k: round(v, 2) for k, v in seconds.items()})
+    path = cache_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(document, indent=0, sort_keys=True))
+        partial.replace(path)
+    except OSError:
+        pass

@@ -1,0 +1,34 @@
+"""Durations remembered between runs, and the longest-first order they give workers."""
+
+from types import SimpleNamespace
+
+from harness import durations
+from harness.plugin import _longest_first
+
+
+def test_durations_round_trip_per_device_and_budget(tmp_path, monkeypatch):
+    monkeypatch.setenv("SAMPLING_HARNESS_CACHE", str(tmp_path))
+    assert durations.load("cuda", "quick") == {}
+    durations.remember("cuda", "quick", {"a": 1.234, "b": 7.0})
+    durations.remember("cuda", "quick", {"b": 3.0})
+    durations.remember("cpu", "quick", {"a": 9.0})
+    assert durations.load("cuda", "quick") == {"a": 1.23, "b": 3.0}
+    assert durations.load("cuda", "standard") == {}
+    (tmp_path / durations.FILE).write_text("{not json")
+    assert durations.load("cuda", "quick") == {}        # unreadable: no order, no error
+
+
+def item(nodeid, many=False):
+    marker = object() if many else None
+    return SimpleNamespace(nodeid=nodeid, name=nodeid, get_closest_marker=lambda mark: marker,
+                           callspec=SimpleNamespace(params={"kernel": SimpleNamespace(
+                               role="kernel", name=nodeid)}))
+
+
+def test_workers_start_the_longest_checks_first():
+    """Known checks by their last duration, longest first; one never timed counts as
+    longest if it brings many shapes (it compiles), else as shortest."""
+    items = [item("short"), item("new"), item("long"), item("new-many", many=True),
+             item("mid")]
+    _longest_first(items, {"short": 1.0, "long": 90.0, "mid": 20.0})
+    assert [i.nodeid for i in items] == ["new-many", "long", "mid", "short", "new"]
