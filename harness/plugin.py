@@ -211,6 +211,7 @@ def pytest_collection_modifyitems(session, config, items):
     _mark_as_declared(items)
     if hasattr(config, "workerinput"):
         _longest_first(items, durations.load(state.device.type, state.budget))
+        _dealt(items, int(config.workerinput.get("workercount", 1)))
     state.statistical_checks = state.pinned_checks or sum(
         _is_check(item) and item.get_closest_marker("statistical") is not None
         for item in items)
@@ -263,6 +264,15 @@ def _longest_first(items, seconds: dict[str, float]) -> None:
         return math.inf if item.get_closest_marker("many_shapes") is not None else 0.0
 
     items.sort(key=lambda item: (-estimate(item), rank[id(item)]))
+
+
+def _dealt(items, workers: int) -> None:
+    """Deal the ordered checks to ``workers`` hands, as cards: xdist's work-stealing
+    scheduler gives worker i the i-th contiguous part of the collection, so part i holds the
+    checks i, i + W, i + 2 W, ... of the order (each worker a fair share of the long ones,
+    longest first); idle workers then steal what is left."""
+    if workers > 1:
+        items[:] = [item for hand in range(workers) for item in items[hand::workers]]
 
 
 def _many_shapes_first(items) -> None:

@@ -33,7 +33,7 @@ from harness.verdict import Verdict
 
 VERDICT = "sampling_harness_verdict"     # user property: a verdict (and the run's alpha split)
 LINE = "sampling_harness_line"           # user property: a progress line (a check skipped)
-DIST = "load"
+DIST = "worksteal"    # split the checks between workers, then idle workers take from busy ones
 
 
 DEFAULT_WORKERS_PER_GPU = 8     # check all on a GPU: at most this many workers share it
