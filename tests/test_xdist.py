@@ -110,7 +110,7 @@ def test_workers_share_a_gpu(monkeypatch):
         xdist_gpus.worker_specs(1, "cuda", count=1, per_gpu=0)
     config = _config(harness_workers_per_gpu=4)
     xdist_gpus.configure(config, "cpu")
-    assert len(config.option.tx) == 4 and config.option.dist == "load"
+    assert len(config.option.tx) == 4 and config.option.dist == "worksteal"
 
 
 def _config(**options):
@@ -125,7 +125,7 @@ def test_gpus_and_n_do_not_mix():
         xdist_gpus.configure(_config(harness_gpus=2, numprocesses=2), "cpu")
     config = _config(harness_gpus=2)
     xdist_gpus.configure(config, "cpu")
-    assert len(config.option.tx) == 2 and config.option.dist == "load"
+    assert len(config.option.tx) == 2 and config.option.dist == "worksteal"
 
 
 def test_workers_start_the_many_shape_checks_of_kernels_under_test_first():
