@@ -57,6 +57,8 @@ from harness.verdict import Outcome, Verdict
 
 SESSION = pytest.StashKey["HarnessSession"]()
 DEFAULT_SEED = 20261122
+CHECK_OOM_WAITS = (5.0, 15.0, 30.0)   # seconds before each re-run of a check whose harness
+# work ran out of the memory of a GPU that other workers share (CheckContext._attempts)
 SUITES = Path(__file__).resolve().parent.parent / "suites"   # the harness's own suites
 # every option's destination and default: a value other than its default selects the harness
 DEFAULTS = {"harness_kernel": [], "harness_device": "auto", "harness_budget": "quick",
@@ -357,6 +359,7 @@ class CheckContext:
         self.config = node.config
         self.node = node
         self.shard = state.shard      # this process's part of a sharded check
+        self.check_retries = 0        # re-runs after the harness ran out of a shared GPU's memory
 
     def plan(self, draws: int) -> None:
         """The check is about to make ``draws`` draws: the progress bar's total (and ETA)."""
@@ -406,6 +409,10 @@ class CheckContext:
             outcome.message += (f" (isolated: the kernel {'; '.join(effects)}; settings "
                                 f"restored after each call)")
             outcome.details["side_effects"] = effects
+        if self.check_retries:
+            outcome.message += (f" (run {self.check_retries + 1} times: the harness ran out of "
+                                f"the memory of the GPU that other workers share)")
+            outcome.details["check_retries"] = self.check_retries
         if self.runner.oom_retries:
             outcome.message += (f" ({self.runner.oom_retries} calls retried after running out "
                                 f"of the memory of the GPU that other workers share)")
@@ -436,6 +443,24 @@ class CheckContext:
             xdist_gpus.pack(verdict, self.state.statistical_checks, self.state.worker))
         return verdict
 
+    def _attempts(self, check_fn) -> Outcome:
+        """``check_fn(self)``, run again (it is seeded: the same batches, the same verdict)
+        when the harness's own work runs out of the memory of a GPU that other workers
+        share, after CHECK_OOM_WAITS seconds (their checks free theirs when they end); a
+        kernel's own out-of-memory is the runner's (``Runner.call``)."""
+        import torch  # here, not at import: the plugin stays light in others' pytest
+
+        for wait in (*CHECK_OOM_WAITS, None):
+            try:
+                return check_fn(self)
+            except torch.OutOfMemoryError:
+                if wait is None or not self.runner.shared_gpu:
+                    raise
+                self.check_retries += 1
+                torch.cuda.empty_cache()
+                time.sleep(wait)
+        raise AssertionError("unreachable")
+
     def run(self, check_fn) -> Verdict:
         """Run ``check_fn(self) -> Outcome``; record the verdict; fail the test if it failed."""
         started = time.perf_counter()
@@ -444,7 +469,7 @@ class CheckContext:
         self._progress = CheckProgress(self.config, f"{self.kernel.name} / {self.name}")
         self.runner.on_draws = self._progress.update
         try:
-            outcome = check_fn(self)
+            outcome = self._attempts(check_fn)
             state = "pass" if outcome.passed else "fail"
         except KernelFailure as exc:
             outcome = Outcome(passed=False, message=f"kernel {exc}", alpha=self.alpha)

@@ -135,3 +135,32 @@ def test_out_of_memory_is_retried_only_on_a_shared_gpu(monkeypatch, shared, fail
         with pytest.raises(KernelFailure, match="OutOfMemoryError: CUDA out of memory"):
             run.call({"probs": PROBS}, 0)
         assert len(calls) == (4 if shared else 1)
+
+
+def test_a_check_whose_harness_work_runs_out_of_a_shared_gpu_is_run_again(monkeypatch):
+    """The harness's own out-of-memory on a shared GPU re-runs the check (seeded: the same
+    verdict), says so, and gives up after CHECK_OOM_WAITS; on a GPU of its own, at once."""
+    from types import SimpleNamespace
+
+    import harness.plugin as plugin
+    from harness.verdict import Outcome
+    monkeypatch.setattr(plugin, "CHECK_OOM_WAITS", (0.0, 0.0))
+
+    def failing(failures: int, attempts: list):
+        def check_fn(ctx):
+            attempts.append(1)
+            if len(attempts) <= failures:
+                raise torch.OutOfMemoryError("CUDA out of memory")
+            return Outcome(True, "ok")
+        return check_fn
+
+    for shared, failures, runs in ((True, 1, 2), (True, 9, 3), (False, 1, 1)):
+        attempts: list = []
+        ctx = SimpleNamespace(runner=SimpleNamespace(shared_gpu=shared), check_retries=0)
+        if failures < runs:
+            assert plugin.CheckContext._attempts(ctx, failing(failures, attempts)).passed
+            assert ctx.check_retries == failures
+        else:
+            with pytest.raises(torch.OutOfMemoryError):
+                plugin.CheckContext._attempts(ctx, failing(failures, attempts))
+        assert len(attempts) == runs
