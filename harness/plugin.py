@@ -25,8 +25,6 @@ process that writes the reports (``harness.session``).
 
 from __future__ import annotations
 
-import collections
-import math
 import os
 import shlex
 import sys
@@ -34,8 +32,9 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
-from harness import distributed, durations, xdist_gpus
+from harness import distributed, durations, schedule, xdist_gpus
 from harness.budgets import BUDGET_NAMES, MAX_CALL_ELEMENTS
 from harness.errors import HarnessError, KernelFailure
 from harness.families import FAMILIES
@@ -45,6 +44,7 @@ from harness.registry import expectation
 from harness.reports import append_step_summary
 from harness.runner import (
     Runner,
+    after_freeing,
     derive_seed,
     resolve_device,
     seed_stream,
@@ -212,8 +212,8 @@ def pytest_collection_modifyitems(session, config, items):
         return
     _mark_as_declared(items)
     if hasattr(config, "workerinput"):
-        _longest_first(items, durations.load(state.device.type, state.budget))
-        _dealt(items, int(config.workerinput.get("workercount", 1)))
+        schedule.for_workers(items, durations.load(state.device.type, state.budget),
+                             int(config.workerinput.get("workercount", 1)))
     state.statistical_checks = state.pinned_checks or sum(
         _is_check(item) and item.get_closest_marker("statistical") is not None
         for item in items)
@@ -251,51 +251,6 @@ def _mark_as_declared(items) -> None:
                 item.add_marker(mark)
 
 
-def _longest_first(items, seconds: dict[str, float]) -> None:
-    """On an xdist worker (every worker collects alike, and the scheduler hands out items
-    in that order): the checks longest first, by ``seconds`` (node id -> the latest run's,
-    harness.durations). A check never timed counts as longest if declared ``many_shapes``,
-    else as shortest; ties (all of them, the first time) as ``_many_shapes_first`` orders
-    them."""
-    _many_shapes_first(items)
-    rank = {id(item): i for i, item in enumerate(items)}
-
-    def estimate(item) -> float:
-        if item.nodeid in seconds:
-            return seconds[item.nodeid]
-        return math.inf if item.get_closest_marker("many_shapes") is not None else 0.0
-
-    items.sort(key=lambda item: (-estimate(item), rank[id(item)]))
-
-
-def _dealt(items, workers: int) -> None:
-    """Deal the ordered checks to ``workers`` hands, as cards: xdist's work-stealing
-    scheduler gives worker i the i-th contiguous part of the collection, so part i holds the
-    checks i, i + W, i + 2 W, ... of the order (each worker a fair share of the long ones,
-    longest first); idle workers then steal what is left."""
-    if workers > 1:
-        items[:] = [item for hand in range(workers) for item in items[hand::workers]]
-
-
-def _many_shapes_first(items) -> None:
-    """The checks declared ``many_shapes`` first; in each part, the checks of
-    kernels under test (which may compile) before the baselines' (torch, which compile
-    nothing), and the kernels taking turns: one check of each, then a second of each, so
-    that workers starting together compile different kernels, and a kernel's later checks
-    find its variants in Triton's cache instead of compiling them again side by side;
-    otherwise in collection order."""
-    turns: collections.Counter = collections.Counter()
-    keys = {}
-    for item in items:
-        kernel = getattr(getattr(item, "callspec", None), "params", {}).get("kernel")
-        many = item.get_closest_marker("many_shapes") is not None
-        role = getattr(kernel, "role", "kernel")
-        turn = turns[many, getattr(kernel, "name", None)]
-        turns[many, getattr(kernel, "name", None)] += 1
-        keys[id(item)] = (not many, role != "kernel", turn)
-    items.sort(key=lambda item: keys[id(item)])
-
-
 def pytest_collection_finish(session):
     state = _state(session.config)
     if state is not None:
@@ -331,6 +286,9 @@ def pytest_sessionfinish(session, exitstatus):
     if state is not None and state.writes and (state.verdicts or state.checks):
         state.write(complete=finished(exitstatus))
         append_step_summary(state.report_dir / "summary.md")
+    if state is not None and state.writes and not state.sanitize:   # the next run's order
+        durations.remember(state.device.type, state.budget,
+                           {nodeid: verdict.duration for nodeid, verdict in state.verdicts})
 
 
 class CheckContext:
@@ -446,20 +404,14 @@ class CheckContext:
     def _attempts(self, check_fn) -> Outcome:
         """``check_fn(self)``, run again (it is seeded: the same batches, the same verdict)
         when the harness's own work runs out of the memory of a GPU that other workers
-        share, after CHECK_OOM_WAITS seconds (their checks free theirs when they end); a
-        kernel's own out-of-memory is the runner's (``Runner.call``)."""
-        import torch  # here, not at import: the plugin stays light in others' pytest
+        share, after CHECK_OOM_WAITS seconds; a kernel's own out-of-memory is the runner's
+        (``Runner.call``, an ``OutOfMemoryFailure``)."""
+        def counted() -> None:
+            self.check_retries += 1
 
-        for wait in (*CHECK_OOM_WAITS, None):
-            try:
-                return check_fn(self)
-            except torch.OutOfMemoryError:
-                if wait is None or not self.runner.shared_gpu:
-                    raise
-                self.check_retries += 1
-                torch.cuda.empty_cache()
-                time.sleep(wait)
-        raise AssertionError("unreachable")
+        return after_freeing(lambda: check_fn(self),
+                             CHECK_OOM_WAITS if self.runner.shared_gpu else (),
+                             torch.OutOfMemoryError, counted)
 
     def run(self, check_fn) -> Verdict:
         """Run ``check_fn(self) -> Outcome``; record the verdict; fail the test if it failed."""

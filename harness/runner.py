@@ -176,8 +176,22 @@ def _poison_hint(output: object, byte: int) -> str:
             "memory: output the kernel never wrote)") if count else ""
 
 
-class _SharedOutOfMemory(Exception):
-    """A call ran out of memory on a GPU that other workers share (``Runner.call`` retries)."""
+class OutOfMemoryFailure(KernelFailure):
+    """The kernel raised torch's OutOfMemoryError (on a shared GPU, ``Runner.call`` retries)."""
+
+
+def after_freeing(attempt, waits: tuple[float, ...], caught: type[BaseException], counted):
+    """``attempt()``; while it raises ``caught``, again after each of ``waits`` seconds (torch's
+    cached GPU memory returned first, ``counted()`` told); the last attempt's error stands.
+    For a GPU that other workers share: their checks free their memory when they end."""
+    for wait in waits:
+        try:
+            return attempt()
+        except caught:
+            counted()
+            torch.cuda.empty_cache()
+            time.sleep(wait)
+    return attempt()
 
 
 @dataclass
@@ -209,16 +223,12 @@ class Runner:
         share, a call that runs out of memory is retried after SHARED_OOM_WAITS (their
         checks hold memory for a while; a kernel that needs more than the GPU has still
         fails), and counted in ``oom_retries``."""
-        for wait in (*SHARED_OOM_WAITS, None):
-            try:
-                return self._call_once(inputs, seed, poison, thorough)
-            except _SharedOutOfMemory as exc:
-                if wait is None:
-                    raise KernelFailure(str(exc)) from None
-                self.oom_retries += 1
-                torch.cuda.empty_cache()
-                time.sleep(wait)
-        raise AssertionError("unreachable")
+        def counted() -> None:
+            self.oom_retries += 1
+
+        return after_freeing(lambda: self._call_once(inputs, seed, poison, thorough),
+                             SHARED_OOM_WAITS if self.shared_gpu else (), OutOfMemoryFailure,
+                             counted)
 
     def _call_once(self, inputs: dict, seed, poison: int, thorough: bool):
         family = self.family
@@ -252,10 +262,9 @@ class Runner:
                                 f"({_shape_note(inputs)}, {described(seed)})")
         if "error" in outcome:
             exc = outcome["error"]
-            message = f"raised {type(exc).__name__}: {_first_line(exc)}"[:300]
-            if self.shared_gpu and isinstance(exc, torch.OutOfMemoryError):
-                raise _SharedOutOfMemory(message)
-            raise KernelFailure(message)
+            failure = OutOfMemoryFailure if isinstance(exc, torch.OutOfMemoryError) \
+                else KernelFailure
+            raise failure(f"raised {type(exc).__name__}: {_first_line(exc)}"[:300])
         started = time.perf_counter()
         check_guards(guards, fresh, inputs, family.writable)
         self.guard_seconds += time.perf_counter() - started

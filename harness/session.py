@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import distributed, durations, xdist_gpus
+from harness import distributed, xdist_gpus
 from harness.budgets import get_budget
 from harness.errors import HarnessError
 from harness.families import FAMILIES
@@ -79,7 +79,6 @@ class HarnessSession:
         self.settled: set[str] = set()            # checks with a verdict, or skipped
         self.done = 0                             # checks finished
         self.skipped: list[str] = []              # the family of each skipped check
-        self.seconds: dict[str, float] = {}       # node id -> its check's duration
         self.plugins = config.pluginmanager
         self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.clock = time.perf_counter()
@@ -146,7 +145,6 @@ class HarnessSession:
         if carried is not None:
             verdict, self.statistical_checks = carried
             self.verdicts.append((report.nodeid, verdict))
-            self.seconds[report.nodeid] = verdict.duration
             self.settled.add(report.nodeid)
             self.write()
             stated = "" if verdict.expected == "pass" else (
@@ -177,8 +175,6 @@ class HarnessSession:
     def pytest_terminal_summary(self, terminalreporter, exitstatus) -> None:
         """(A hook.) The compact end of the run (``harness.terminal``), written by the
         process that writes the reports; the full table is in summary.md."""
-        if self.writes and not self.sanitize:   # the next run's order (harness.durations)
-            durations.remember(self.device.type, self.budget, self.seconds)
         if not self.writes or not (self.verdicts or self.checks):
             return
         meta = self.meta(finished(exitstatus))

@@ -3,7 +3,7 @@
 from types import SimpleNamespace
 
 from harness import durations
-from harness.plugin import _dealt, _longest_first
+from harness.schedule import dealt, longest_first
 
 
 def test_durations_round_trip_per_device_and_budget(tmp_path, monkeypatch):
@@ -30,13 +30,13 @@ def test_workers_start_the_longest_checks_first():
     longest if it brings many shapes (it compiles), else as shortest."""
     items = [item("short"), item("new"), item("long"), item("new-many", many=True),
              item("mid")]
-    _longest_first(items, {"short": 1.0, "long": 90.0, "mid": 20.0})
+    longest_first(items, {"short": 1.0, "long": 90.0, "mid": 20.0})
     assert [i.nodeid for i in items] == ["new-many", "long", "mid", "short", "new"]
 
 
 def test_workers_are_dealt_the_order_as_cards():
     items = [item(str(i)) for i in range(7)]
-    _dealt(items, 3)
+    dealt(items, 3)
     assert [i.nodeid for i in items] == ["0", "3", "6", "1", "4", "2", "5"]
-    _dealt(items, 1)
+    dealt(items, 1)
     assert [i.nodeid for i in items] == ["0", "3", "6", "1", "4", "2", "5"]

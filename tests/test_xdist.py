@@ -135,7 +135,7 @@ def test_workers_start_the_many_shape_checks_of_kernels_under_test_first():
     kernels under test before baselines, the kernels taking turns, otherwise as collected."""
     from types import SimpleNamespace
 
-    from harness.plugin import _many_shapes_first
+    from harness.schedule import many_shapes_first
 
     def item(name, many, role, kernel=None):
         marker = object() if many else None
@@ -145,8 +145,8 @@ def test_workers_start_the_many_shape_checks_of_kernels_under_test_first():
 
     items = [item("a", False, "baseline"), item("b", True, "kernel"),
              item("c", True, "baseline"), item("d", False, "kernel"), item("e", True, "kernel")]
-    _many_shapes_first(items)
+    many_shapes_first(items)
     assert [i.name for i in items] == ["b", "e", "c", "d", "a"]
     items = [item(f"x{i}", True, "kernel", "x") for i in range(2)] + [item("y", True, "kernel")]
-    _many_shapes_first(items)
+    many_shapes_first(items)
     assert [i.name for i in items] == ["x0", "y", "x1"]
