@@ -54,6 +54,17 @@ class DraftSampler:
         return ids.t().reshape(-1)
 
 
+def first_replicas(tiled: dict, laws: RejectionLaws, replicas: int) -> dict:
+    """The inputs of ``batch_inputs`` for the first ``replicas`` copies, as views of a
+    larger tiling ``tiled`` (replica-major, so a prefix of its rows): tiled once per check,
+    not per call (the runner hands each call its own guarded copy)."""
+    rows, batch = laws.target.shape[0], laws.batch
+    cut = {"target_probs": rows, "draft_probs": rows, "bonus_token_ids": batch,
+           "greedy": batch, "num_draft_tokens": batch}
+    return {name: value[:cut[name] * replicas] if name in cut and value is not None
+            else value for name, value in tiled.items()}
+
+
 def replicas_per_call(ctx, laws: RejectionLaws) -> int:
     """The most replicas one call may take within the memory bound."""
     rows = max(1, laws.target.shape[0])
@@ -75,12 +86,14 @@ def tally(ctx, laws: RejectionLaws, replicas: int, slots: bool = False) -> list[
     base = torch.as_tensor(np.concatenate([[0], np.cumsum(cells)[:-1]]), device=ctx.device)
     counts = torch.zeros(int(cells.sum()), dtype=torch.int64, device=ctx.device)
     sampler, seeds = DraftSampler(laws, ctx.device), ctx.seeds()
-    per_call, done = replicas_per_call(ctx, laws), 0
+    per_call, done = min(replicas_per_call(ctx, laws), replicas), 0
+    tiled = batch_inputs(laws, torch.empty(0, dtype=torch.int64), per_call, ctx.device)
     generator = torch.Generator(device=ctx.device)
     while done < replicas:
         copies = min(per_call, replicas - done)
         generator.manual_seed(next(seeds))
-        inputs = batch_inputs(laws, sampler.draw(copies, generator), copies, ctx.device)
+        inputs = first_replicas(tiled, laws, copies)
+        inputs["draft_token_ids"] = sampler.draw(copies, generator)
         out = ctx.runner.call(inputs, next(seeds))
         request = torch.arange(out.shape[0], device=ctx.device) % batch
         if slots:

@@ -10,21 +10,28 @@ from suites.sample.draws import rows_per_call
 from suites.sample_logits.rows import Rows
 
 
-def count_tokens(ctx, rows: Rows, draws: int) -> np.ndarray:
-    """``draws`` samples of each row of ``rows``; token counts int64 [D, V]."""
+def count_tokens(ctx, rows: Rows, draws) -> np.ndarray:
+    """``draws`` samples of each row of ``rows`` (an int, or one count per row); token
+    counts int64 [D, V]. The rows still short of their count are drawn side by side, each
+    call holding them in turn: one phase per distinct count."""
     kinds, vocab = rows.kinds, rows.vocab
-    per_call = rows_per_call(ctx, vocab, kinds)
-    inputs = rows.inputs(ctx.device, per_call)
+    need = np.broadcast_to(np.asarray(draws, dtype=np.int64), (kinds,))
     counts = torch.zeros(kinds * vocab, dtype=torch.int64, device=ctx.device)
-    which = torch.arange(per_call, device=ctx.device) % kinds
-    seeds = ctx.seeds()
-    remaining = kinds * draws
-    while remaining > 0:
-        size = min(per_call, remaining)
-        batch = {name: value[:size] for name, value in inputs.items()}
-        ids = ctx.runner.call(batch, next(seeds))
-        counts += torch.bincount(which[:size] * vocab + ids, minlength=kinds * vocab)
-        remaining -= size
+    seeds, drawn = ctx.seeds(), 0
+    for level in np.unique(need[need > 0]):
+        active = np.flatnonzero(need >= level)
+        per_call = rows_per_call(ctx, vocab, active.size)
+        inputs = rows.inputs(ctx.device, per_call, active)
+        which = torch.as_tensor(active, device=ctx.device)[
+            torch.arange(per_call, device=ctx.device) % active.size]
+        remaining = active.size * int(level - drawn)
+        while remaining > 0:
+            size = min(per_call, remaining)
+            batch = {name: value[:size] for name, value in inputs.items()}
+            ids = ctx.runner.call(batch, next(seeds))
+            counts += torch.bincount(which[:size] * vocab + ids, minlength=kinds * vocab)
+            remaining -= size
+        drawn = int(level)
     return counts.view(kinds, vocab).cpu().numpy()
 
 

@@ -55,16 +55,23 @@ class Rows:
         return processed_probs(self.logits, self.temperature, self.top_k, self.top_p,
                                self.min_p)
 
-    def inputs(self, device, rows: int) -> dict:
+    def inputs(self, device, rows: int, kinds: np.ndarray | None = None) -> dict:
         """The contract's inputs (without the seed) for a call of ``rows`` rows: row r is
-        distinct row r mod D; ``min_p`` only where some row uses it."""
-        which = torch.arange(rows) % self.kinds
-        inputs = {"logits": torch.as_tensor(self.logits).to(self.dtype)[which].to(device),
-                  "temperature": torch.as_tensor(self.temperature)[which].to(device),
-                  "top_k": torch.as_tensor(self.top_k)[which].to(device),
-                  "top_p": torch.as_tensor(self.top_p)[which].to(device)}
+        distinct row ``kinds[r mod len(kinds)]`` (default: all D in turn), tiled on the
+        device; ``min_p`` only where some row uses it."""
+        kinds = np.arange(self.kinds) if kinds is None else np.asarray(kinds)
+        which = torch.as_tensor(kinds, device=device)[torch.arange(rows, device=device)
+                                                       % kinds.size]
+
+        def tiled(values: np.ndarray, dtype: torch.dtype | None = None) -> torch.Tensor:
+            tensor = torch.as_tensor(values)
+            return tensor.to(device=device, dtype=dtype or tensor.dtype)[which]
+
+        inputs = {"logits": tiled(self.logits, self.dtype),
+                  "temperature": tiled(self.temperature), "top_k": tiled(self.top_k),
+                  "top_p": tiled(self.top_p)}
         if self.min_p is not None and (self.min_p > 0).any():
-            inputs["min_p"] = torch.as_tensor(self.min_p)[which].to(device)
+            inputs["min_p"] = tiled(self.min_p)
         return inputs
 
 

@@ -32,13 +32,14 @@ GENERATED_ROWS = 3
 
 
 def fit_rows(ctx, rows: Rows, tv: float, alpha: float) -> list[dict]:
-    """Sample every row of ``rows`` and test each against its law. The planned draws are
-    divided by 1 - a_max (at most 10x), so that the draws landing in the surely kept set
-    reach the plan however much mass the ambiguous tokens may take."""
+    """Sample every row of ``rows`` and test each against its law. Row r's planned draws
+    are divided by 1 - a_r (at most 10x), a_r the most mass its ambiguous tokens may take,
+    so that the draws landing in its surely kept set reach the plan (each row its own
+    count: one row's ambiguous tokens do not multiply its batch-mates' draws)."""
     law, budget = rows.law, ctx.budget
     planned = planned_samples(list(law.certain), tv, alpha, budget.power, budget.fit_max_bins)
-    a_max = max(float(law.inclusive[r][law.ambiguous[r]].sum()) for r in range(rows.kinds))
-    draws = math.ceil(planned / max(1.0 - a_max, 0.1))
+    draws = [math.ceil(planned / max(1.0 - float(law.inclusive[r][law.ambiguous[r]].sum()),
+                                     0.1)) for r in range(rows.kinds)]
     counts = count_tokens(ctx, rows, draws)
     demand_possible(rows, counts)
     results = []
