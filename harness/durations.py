@@ -6,8 +6,12 @@ time near max(longest check, total / workers). Durations are only known after a 
 each run remembers its checks' seconds, per device type and budget, in one small JSON file
 (``cache_path``: $SAMPLING_HARNESS_CACHE, else $XDG_CACHE_HOME/sampling-harness, else
 ~/.cache/sampling-harness), and the next run's workers read it when they order their
-collection. A check never timed keeps the static order (harness.plugin). A file that cannot
-be read or written is ignored: the order is a matter of speed, never of verdicts.
+collection. A first run on a fresh machine (a GPU CI runner) has no such file: it orders
+the checks by the durations shipped with the harness (``measured``: one full run per device
+type and budget, the machine named in the file, keyed "kernel/check"), as pytest-split's
+committed durations do. A check timed nowhere keeps the static order (harness.schedule). A
+file that cannot be read or written is ignored: the order is a matter of speed, never of
+verdicts.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import os
 from pathlib import Path
 
 FILE = "durations.json"
+MEASURED = Path(__file__).with_name("durations_measured.json")
 
 
 def cache_path() -> Path:
@@ -39,6 +44,15 @@ def _read() -> dict:
 def load(device_type: str, budget: str) -> dict[str, float]:
     """{check node id: seconds} of the latest runs on this device type at this budget."""
     table = _read().get(f"{device_type}/{budget}", {})
+    return {k: float(v) for k, v in table.items() if isinstance(v, int | float)}
+
+
+def measured(device_type: str, budget: str) -> dict[str, float]:
+    """{"kernel/check": seconds} shipped with the harness (``MEASURED``), or {}."""
+    try:
+        table = json.loads(MEASURED.read_text()).get(f"{device_type}/{budget}", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
     return {k: float(v) for k, v in table.items() if isinstance(v, int | float)}
 
 

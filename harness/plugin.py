@@ -213,7 +213,8 @@ def pytest_collection_modifyitems(session, config, items):
     _mark_as_declared(items)
     if hasattr(config, "workerinput"):
         schedule.for_workers(items, durations.load(state.device.type, state.budget),
-                             int(config.workerinput.get("workercount", 1)))
+                             int(config.workerinput.get("workercount", 1)),
+                             durations.measured(state.device.type, state.budget))
     state.statistical_checks = state.pinned_checks or sum(
         _is_check(item) and item.get_closest_marker("statistical") is not None
         for item in items)

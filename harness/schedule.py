@@ -2,8 +2,9 @@
 
 A run on W workers lasts at least as long as its longest check, and longer when that check
 starts late. Every worker collects the checks alike and orders them here
-(``for_workers``): longest first by the durations the last runs remembered
-(harness/durations.py), a check never timed as its family's declaration suggests
+(``for_workers``): longest first by the durations the last runs remembered, else by those
+shipped with the harness (harness/durations.py), a check timed nowhere as its family's
+declaration suggests
 (``many_shapes``: compiled kernels compile a variant per shape), then dealt to the
 workers, since xdist's work stealing hands worker i the i-th contiguous part.
 """
@@ -14,22 +15,35 @@ import collections
 import math
 
 
-def for_workers(items, seconds: dict[str, float], workers: int) -> None:
+def for_workers(items, seconds: dict[str, float], workers: int,
+                measured: dict[str, float] | None = None) -> None:
     """Order ``items`` in place for ``workers`` xdist workers (module docstring)."""
-    longest_first(items, seconds)
+    longest_first(items, seconds, measured)
     dealt(items, workers)
 
 
-def longest_first(items, seconds: dict[str, float]) -> None:
+def label(item) -> str:
+    """"kernel/check": how the shipped durations name a check (node ids depend on where the
+    suites are installed)."""
+    kernel = getattr(getattr(item, "callspec", None), "params", {}).get("kernel")
+    check = getattr(item, "originalname", item.name).removeprefix("test_")
+    return f"{getattr(kernel, 'name', None)}/{check}"
+
+
+def longest_first(items, seconds: dict[str, float],
+                  measured: dict[str, float] | None = None) -> None:
     """The checks longest first, by ``seconds`` (node id -> the latest run's,
-    harness.durations). A check never timed counts as longest if declared ``many_shapes``,
-    else as shortest; ties (all of them, the first time) as ``many_shapes_first`` orders
-    them."""
+    harness.durations), else by ``measured`` ("kernel/check" -> seconds shipped with the
+    harness). A check timed nowhere counts as longest if declared ``many_shapes``, else as
+    shortest; ties (all of them, the first time) as ``many_shapes_first`` orders them."""
     many_shapes_first(items)
+    measured = measured or {}
 
     def estimate(item) -> float:
         if item.nodeid in seconds:
             return seconds[item.nodeid]
+        if label(item) in measured:
+            return measured[label(item)]
         return math.inf if item.get_closest_marker("many_shapes") is not None else 0.0
 
     items.sort(key=lambda item: -estimate(item))      # stable: ties keep that order

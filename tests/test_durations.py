@@ -34,6 +34,18 @@ def test_workers_start_the_longest_checks_first():
     assert [i.nodeid for i in items] == ["new-many", "long", "mid", "short", "new"]
 
 
+def test_a_first_run_orders_by_the_shipped_durations():
+    """No local durations: the shipped "kernel/check" seconds order the checks; a local
+    duration wins over the shipped one."""
+    items = [item("a"), item("b"), item("c", many=True)]
+    for i in items:
+        i.originalname = "test_fit"
+    longest_first(items, {"a": 1.0}, {"a/fit": 500.0, "b/fit": 40.0, "c/fit": 3.0})
+    assert [i.nodeid for i in items] == ["b", "c", "a"]
+    shipped = durations.measured("cuda", "standard")
+    assert shipped and all(k.count("/") == 1 and v > 0 for k, v in shipped.items())
+
+
 def test_workers_are_dealt_the_order_as_cards():
     items = [item(str(i)) for i in range(7)]
     dealt(items, 3)

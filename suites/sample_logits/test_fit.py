@@ -34,13 +34,20 @@ GENERATED_ROWS = 3
 def fit_rows(ctx, rows: Rows, tv: float, alpha: float) -> list[dict]:
     """Sample every row of ``rows`` and test each against its law. Row r's planned draws
     are divided by 1 - a_r (at most 10x), a_r the most mass its ambiguous tokens may take,
-    so that the draws landing in its surely kept set reach the plan (each row its own
-    count: one row's ambiguous tokens do not multiply its batch-mates' draws)."""
+    so that the draws landing in its surely kept set reach the plan. Each row has its own
+    count: one row's ambiguous tokens do not multiply its batch-mates' draws, and a row
+    with no surely kept token (every kept token ambiguous: its chi-square tests have no
+    cell) takes the plan alone."""
     law, budget = rows.law, ctx.budget
     planned = planned_samples(list(law.certain), tv, alpha, budget.power, budget.fit_max_bins)
-    draws = [math.ceil(planned / max(1.0 - float(law.inclusive[r][law.ambiguous[r]].sum()),
-                                     0.1)) for r in range(rows.kinds)]
-    counts = count_tokens(ctx, rows, draws)
+
+    def draws(r: int) -> int:
+        if not (law.certain[r] > 0).any():
+            return planned
+        return math.ceil(planned / max(1.0 - float(law.inclusive[r][law.ambiguous[r]].sum()),
+                                       0.1))
+
+    counts = count_tokens(ctx, rows, [draws(r) for r in range(rows.kinds)])
     demand_possible(rows, counts)
     results = []
     for r, name in enumerate(rows.names):
