@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+
+def ctrl_c_as_a_terminal_sends_it() -> None:
+    """(A child's preexec_fn.) SIGINT raises KeyboardInterrupt in the child, as under a
+    terminal, even when the tests run in a background job that ignores SIGINT (a shell
+    without job control starts `cmd &` so, and children inherit it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def cli(*args: str, report_dir: Path | None = None, timeout: float = 900):
@@ -13,7 +21,8 @@ def cli(*args: str, report_dir: Path | None = None, timeout: float = 900):
     command = [sys.executable, "-m", "harness.cli", *args]
     if report_dir is not None:
         command += ["--report-dir", str(report_dir)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=ctrl_c_as_a_terminal_sends_it)
     report = None
     if report_dir is not None and (report_dir / "report.json").exists():
         report = json.loads((report_dir / "report.json").read_text())

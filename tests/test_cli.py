@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from tests.helpers import cli
+from tests.helpers import cli, ctrl_c_as_a_terminal_sends_it
 
 BAD_KERNELS = '''
 import os, signal, torch
@@ -112,7 +112,8 @@ def test_a_run_stopped_halfway_is_incomplete_in_all_five_outputs(kernel_file, tm
                f"{kernel_file}:slow", "--device", "cpu", "--budget", "smoke",
                "-k", "test_independence or test_validity", "--report-dir", str(tmp_path)]
     run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                           env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                           preexec_fn=ctrl_c_as_a_terminal_sends_it)
     seen = []
     for line in run.stdout:
         seen.append(line)
