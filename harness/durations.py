@@ -33,9 +33,10 @@ def cache_path() -> Path:
     return Path(root) / FILE
 
 
-def _read() -> dict:
+def _read(path: Path | None = None) -> dict:
+    """The JSON document at ``path`` (default: the cache), or {}."""
     try:
-        document = json.loads(cache_path().read_text())
+        document = json.loads((path or cache_path()).read_text())
     except (OSError, ValueError):
         return {}
     return document if isinstance(document, dict) else {}
@@ -43,17 +44,19 @@ def _read() -> dict:
 
 def load(device_type: str, budget: str) -> dict[str, float]:
     """{check node id: seconds} of the latest runs on this device type at this budget."""
-    table = _read().get(f"{device_type}/{budget}", {})
-    return {k: float(v) for k, v in table.items() if isinstance(v, int | float)}
+    return _seconds(_read(), device_type, budget)
 
 
 def measured(device_type: str, budget: str) -> dict[str, float]:
     """{"kernel/check": seconds} shipped with the harness (``MEASURED``), or {}."""
-    try:
-        table = json.loads(MEASURED.read_text()).get(f"{device_type}/{budget}", {})
-    except (OSError, ValueError, AttributeError):
-        return {}
-    return {k: float(v) for k, v in table.items() if isinstance(v, int | float)}
+    return _seconds(_read(MEASURED), device_type, budget)
+
+
+def _seconds(document: dict, device_type: str, budget: str) -> dict[str, float]:
+    """The numeric entries of one device type's and budget's table of ``document``."""
+    table = document.get(f"{device_type}/{budget}", {})
+    return {k: float(v) for k, v in table.items() if isinstance(v, int | float)} \
+        if isinstance(table, dict) else {}
 
 
 def remember(device_type: str, budget: str, seconds: dict[str, float]) -> None:

@@ -22,12 +22,16 @@ def for_workers(items, seconds: dict[str, float], workers: int,
     dealt(items, workers)
 
 
+def _kernel(item):
+    """The kernel a check item runs (its ``kernel`` parameter), or None."""
+    return getattr(getattr(item, "callspec", None), "params", {}).get("kernel")
+
+
 def label(item) -> str:
     """"kernel/check": how the shipped durations name a check (node ids depend on where the
     suites are installed)."""
-    kernel = getattr(getattr(item, "callspec", None), "params", {}).get("kernel")
     check = getattr(item, "originalname", item.name).removeprefix("test_")
-    return f"{getattr(kernel, 'name', None)}/{check}"
+    return f"{getattr(_kernel(item), 'name', None)}/{check}"
 
 
 def longest_first(items, seconds: dict[str, float],
@@ -68,7 +72,7 @@ def many_shapes_first(items) -> None:
     turns: collections.Counter = collections.Counter()
     keys = {}
     for item in items:
-        kernel = getattr(getattr(item, "callspec", None), "params", {}).get("kernel")
+        kernel = _kernel(item)
         many = item.get_closest_marker("many_shapes") is not None
         role = getattr(kernel, "role", "kernel")
         turn = turns[many, getattr(kernel, "name", None)]

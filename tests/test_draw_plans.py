@@ -36,9 +36,9 @@ def test_replicas_are_a_prefix_of_one_tiling():
     target = np.full((3, 5), 0.2, dtype=np.float32)
     laws = RejectionLaws(target, target.copy(), (2, 1), np.array([1, 2]),
                          np.array([False, True]))
-    tiled = batch_inputs(laws, torch.empty(0, dtype=torch.int64), 4, torch.device("cpu"))
+    tiled = batch_inputs(laws, None, 4, torch.device("cpu"))
     cut = first_replicas(tiled, laws, 3)
-    fresh = batch_inputs(laws, torch.empty(0, dtype=torch.int64), 3, torch.device("cpu"))
+    fresh = batch_inputs(laws, None, 3, torch.device("cpu"))
     for name, value in fresh.items():
         if isinstance(value, torch.Tensor):
             assert torch.equal(cut[name], value), name

@@ -16,14 +16,15 @@ import torch
 from reference.rejection import RejectionLaws
 
 
-def batch_inputs(laws: RejectionLaws, drafts: torch.Tensor, replicas: int,
+def batch_inputs(laws: RejectionLaws, drafts: torch.Tensor | None, replicas: int,
                  device: torch.device) -> dict:
-    """The contract's inputs (all but the seed) for ``replicas`` copies of ``laws``."""
+    """The contract's inputs (all but the seed) for ``replicas`` copies of ``laws``; the
+    drafts None when each call brings its own (``first_replicas``)."""
     def tile(array: np.ndarray) -> torch.Tensor:
         tensor = torch.as_tensor(array, device=device)
         return tensor.repeat(replicas, *([1] * (tensor.dim() - 1)))
 
-    return {"draft_token_ids": drafts.to(device),
+    return {"draft_token_ids": drafts.to(device) if drafts is not None else None,
             "num_draft_tokens": list(laws.num_draft_tokens) * replicas,
             "draft_probs": tile(laws.draft) if laws.draft is not None else None,
             "target_probs": tile(laws.target),
@@ -87,7 +88,7 @@ def tally(ctx, laws: RejectionLaws, replicas: int, slots: bool = False) -> list[
     counts = torch.zeros(int(cells.sum()), dtype=torch.int64, device=ctx.device)
     sampler, seeds = DraftSampler(laws, ctx.device), ctx.seeds()
     per_call, done = min(replicas_per_call(ctx, laws), replicas), 0
-    tiled = batch_inputs(laws, torch.empty(0, dtype=torch.int64), per_call, ctx.device)
+    tiled = batch_inputs(laws, None, per_call, ctx.device)
     generator = torch.Generator(device=ctx.device)
     while done < replicas:
         copies = min(per_call, replicas - done)

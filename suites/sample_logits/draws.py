@@ -7,7 +7,7 @@ import torch
 
 from harness.errors import KernelFailure
 from suites.sample.draws import rows_per_call
-from suites.sample_logits.rows import Rows
+from suites.sample_logits.rows import Rows, cycle
 
 
 def count_tokens(ctx, rows: Rows, draws) -> np.ndarray:
@@ -22,8 +22,7 @@ def count_tokens(ctx, rows: Rows, draws) -> np.ndarray:
         active = np.flatnonzero(need >= level)
         per_call = rows_per_call(ctx, vocab, active.size)
         inputs = rows.inputs(ctx.device, per_call, active)
-        which = torch.as_tensor(active, device=ctx.device)[
-            torch.arange(per_call, device=ctx.device) % active.size]
+        which = cycle(active, per_call, ctx.device)
         remaining = active.size * int(level - drawn)
         while remaining > 0:
             size = min(per_call, remaining)

@@ -59,9 +59,7 @@ class Rows:
         """The contract's inputs (without the seed) for a call of ``rows`` rows: row r is
         distinct row ``kinds[r mod len(kinds)]`` (default: all D in turn), tiled on the
         device; ``min_p`` only where some row uses it."""
-        kinds = np.arange(self.kinds) if kinds is None else np.asarray(kinds)
-        which = torch.as_tensor(kinds, device=device)[torch.arange(rows, device=device)
-                                                       % kinds.size]
+        which = cycle(np.arange(self.kinds) if kinds is None else kinds, rows, device)
 
         def tiled(values: np.ndarray, dtype: torch.dtype | None = None) -> torch.Tensor:
             tensor = torch.as_tensor(values)
@@ -73,6 +71,13 @@ class Rows:
         if self.min_p is not None and (self.min_p > 0).any():
             inputs["min_p"] = tiled(self.min_p)
         return inputs
+
+
+def cycle(kinds, rows: int, device) -> torch.Tensor:
+    """int64 [rows]: the distinct rows ``kinds`` in turn, on the device (row r is
+    kinds[r mod len(kinds)]): which distinct row each row of a call repeats."""
+    kinds = torch.as_tensor(np.asarray(kinds), device=device)
+    return kinds[torch.arange(rows, device=device) % kinds.numel()]
 
 
 def gaussian(vocab: int, rng: np.random.Generator, scale: float = 2.0) -> np.ndarray:
