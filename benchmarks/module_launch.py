@@ -75,10 +75,9 @@ triton_inverse_cdf = with_module_launch(f"{INVERSE}:inverse_cdf", SAMPLE, {
     "programs_per_sm": (INVERSE, "GPU_PROGRAMS_PER_SM"), "stages": (INVERSE, "GPU_STAGES")})
 
 triton_sample_logits = with_module_launch(f"{FILTERED}:sample_logits_triton", SAMPLE_LOGITS, {
-    "block": (FILTERED, "GPU_BLOCK"), "warps": (FILTERED, "GPU_WARPS"),
-    "programs_per_sm": (FILTERED, "GPU_PROGRAMS_PER_SM"),
-    "group_block": (FILTERED, "GPU_GROUP_BLOCK"), "group_warps": (FILTERED, "GPU_GROUP_WARPS"),
-    "select_warps": (FILTERED, "GPU_SELECT_WARPS"), "select_tile": (SELECT, "TILE"),
+    "group_block": (FILTERED, "GPU_GROUP_BLOCK"), "warps": (FILTERED, "GPU_WARPS"),
+    "select_tile": (SELECT, "TILE"), "one_launch": (FILTERED, "ONE_LAUNCH"),
+    "select_small": (SELECT, "GPU_SMALL"),
     "fallback_block": (FALLBACK, "GPU_BLOCK"), "fallback_search": (FALLBACK, "GPU_SEARCH"),
     "fallback_warps": (FALLBACK, "GPU_WARPS"),
     "fallback_programs_per_sm": (FALLBACK, "GPU_PROGRAMS_PER_SM")})

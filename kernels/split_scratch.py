@@ -21,7 +21,7 @@ def split_scratch(kernel: str, device: torch.device, tickets: int, partials: int
                   dtypes: tuple[torch.dtype, ...]) -> tuple[torch.Tensor, ...]:
     """(tickets int32, one buffer per dtype): at least ``tickets`` tickets and ``partials``
     elements per buffer, grown (never shrunk) on demand."""
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    stream = stream_handle(device)
     key = kernel, device, stream
     held = _HELD.get(key)
     if held is None or held[0].numel() < tickets or held[1].numel() < partials:
@@ -30,6 +30,28 @@ def split_scratch(kernel: str, device: torch.device, tickets: int, partials: int
                   for dtype in dtypes))
         _HELD[key] = held
     return held
+
+
+def stream_handle(device: torch.device) -> int:
+    """The raw handle of the current stream of ``device`` (0 on a CPU): what Triton's own
+    launcher asks torch for, about a microsecond, where ``torch.cuda.current_stream``
+    builds a Stream object for several."""
+    if device.type != "cuda":
+        return 0
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return torch._C._cuda_getCurrentRawStream(index)
+
+
+def next_power_of_2(n: int) -> int:
+    """The least power of two >= n (1 for n <= 1), in plain ints: the launch wrappers call
+    it and ``cdiv`` on every call, where ``triton.next_power_of_2`` and ``triton.cdiv``
+    (constexpr functions in Triton 3.6) cost microseconds of host time each."""
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) for ints, b > 0."""
+    return -(-a // b)
 
 
 @functools.cache

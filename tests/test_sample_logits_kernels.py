@@ -195,7 +195,7 @@ def test_triton_gpu_tiers_on_small_vocabularies_draw_the_sorted_race_ids(monkeyp
 def test_triton_device_path_in_several_launches_draws_the_ids_of_one(monkeypatch,
                                                                     rows_per_program):
     """A scratch for 3 rows (rounded to the rows a program holds) splits the batch's
-    ``_select_race`` into launches on one scratch. Each launch must read its own rows, write
+    ``_group_select`` into launches on one scratch. Each launch must read its own rows, write
     its own ids and key the noise by the batch row: the ids equal one launch's, row by row
     (a launch keyed by its own row 0 would repeat the draws of the first rows)."""
     import kernels.sample_logits.triton_filtered_race as race
@@ -205,15 +205,16 @@ def test_triton_device_path_in_several_launches_draws_the_ids_of_one(monkeypatch
     x = (torch.randn(1, 600, generator=g) * 0.5).repeat(11, 1)    # one row, eleven times
     inputs = batch(x.double().numpy(), [1.0] * 10 + [0.0], [40] * 11, [0.95] * 11)
     one = race.sample_logits_triton(**inputs, seed=8)
-    monkeypatch.setattr(select, "SCRATCH_BYTES", 3 * (4 * 1024 + 8 * 2048))
-    assert select.scratch_rows(1024, rows_per_program, 11) in (2, 3)
+    monkeypatch.setattr(select, "SCRATCH_BYTES", 3 * 12 * select.CMAX.value)
+    assert select.scratch_rows(rows_per_program, 11) in (2, 3)
     assert torch.equal(race.sample_logits_triton(**inputs, seed=8), one)
     assert one[:10].unique().numel() > 3            # the same row, independent draws
 
 
 def test_triton_held_scratch_is_never_read_before_it_is_written():
-    """The select scratch is held between calls (kernels/split_scratch.py), so the harness's
-    allocator poison no longer reaches it. Poison it by hand between two calls with the
+    """The select scratch and, for small batches, the group maxima, masses, flags and
+    unresolved flags are held between calls (kernels/split_scratch.py), so the harness's
+    allocator poison no longer reaches them. Poison it by hand between two calls with the
     same seed: a kernel that read a candidate or group slot before writing it would change
     its ids."""
     from kernels import split_scratch
@@ -227,7 +228,7 @@ def test_triton_held_scratch_is_never_read_before_it_is_written():
     assert held, "the select scratch is not held where this test looks for it"
     for poison in (float("nan"), 1e30, -1e30):
         for t in held:
-            t.fill_(poison) if t.dtype.is_floating_point else t.fill_(2**30)
+            t.fill_(poison) if t.dtype.is_floating_point else t.fill_(torch.iinfo(t.dtype).max)
         assert torch.equal(sample_logits_triton(**inputs, seed=4), first)
 
 

@@ -148,20 +148,25 @@ def validate_ids(ids: object, inputs: dict) -> torch.Tensor:
 
 BENCH_FILTERS = {                           # variant: (temperature, top-k, top-p, min-p)
     "top-k-top-p": (0.8, 50, 0.9, 0.0), "top-p": (0.8, 0, 0.9, 0.0), "plain": (0.8, 0, 1.0, 0.0),
-    "greedy": (0.0, 0, 1.0, 0.0), "min-p": (0.8, 0, 1.0, 0.05)}
+    "greedy": (0.0, 0, 1.0, 0.0), "min-p": (0.8, 0, 1.0, 0.05),
+    "flat-top-p": (1.0, 0, 0.99, 0.0)}
+LOGIT_SCALE = {"flat-top-p": 0.1}           # variant: the logits' standard deviation (else 2)
 
 
 def bench_batch(shape: str, device: torch.device) -> dict:
     """``BxV[:filter]``: float32 logits N(0, 4) with, on every row, the filter ``top-k-top-p``
     (the default, the issue's setting: temperature 0.8, top-k 50, top-p 0.9), ``top-p``
     (top-p 0.9 alone), ``plain`` (temperature 0.8 alone), ``greedy`` or ``min-p`` (min-p
-    0.05 at temperature 0.8; a kernel without min_p cannot run it)."""
+    0.05 at temperature 0.8; a kernel without min_p cannot run it) or ``flat-top-p`` (top-p
+    0.99 alone at temperature 1 over flat logits N(0, 0.01): the kept set is nearly the
+    whole row, the widest top-p search)."""
     dims, _, name = shape.lower().partition(":")
     if name not in ("", *BENCH_FILTERS):
         raise ValueError(f"{shape}: filter not one of {', '.join(BENCH_FILTERS)}")
     t, k, p, min_p = BENCH_FILTERS[name or "top-k-top-p"]
     batch, vocab = (int(x) for x in dims.split("x"))
-    inputs = {"logits": torch.randn(batch, vocab, device=device) * 2.0,
+    scale = LOGIT_SCALE.get(name, 2.0)
+    inputs = {"logits": torch.randn(batch, vocab, device=device) * scale,
               "temperature": torch.full((batch,), t, device=device),
               "top_k": torch.full((batch,), k, dtype=torch.int64, device=device),
               "top_p": torch.full((batch,), p, device=device)}

@@ -1,4 +1,4 @@
-"""The rows ``_select_race`` leaves unresolved, on the device, with no host synchronisation.
+"""The rows ``_group_select`` leaves unresolved, on the device, with no host synchronisation.
 
 Those rows are: no filter, top-p alone whose set the candidates do not hold, k > KMAX, and
 more candidates than the scratch holds. Their flags stay on the device: the kernel is
@@ -11,10 +11,12 @@ A flagged row (one program when it has a search; split over S programs when it h
    over [key(-inf), key(+inf)] with [lo, hi] holding it and #{key >= lo} >= k throughout:
    each pass counts the keys >= each of WAYS probes over the whole row and narrows the range
    about WAYS + 1 times (at most 11 passes for 2^32 keys at 8 ways; a bisection takes 32);
-2. top-p on {x >= x_(k)}, when top_p < 1: with z = x / T (float32 quotients, then float64),
-   top = the row's largest z and W = sum exp(z - top) over the kept set (two passes), c =
-   the smallest key >= x_(k) whose strictly greater mass is below top_p W, by the same
-   search (each pass a float64 mass above each probe): the kept prefix in descending order
+2. top-p on {x >= x_(k)}, when top_p < 1: with z = x / T and the weights exp(z - top) in
+   float32 (a float32 softmax's terms), summed in float64, top = the row's largest z and W
+   = sum exp(z - top) over the kept set (two passes), c = the smallest key >= x_(k) whose
+   strictly greater mass is below top_p W, by the same search (each pass a mass above each
+   probe, every element adding into a [WAYS, SEARCH] register tile that is summed once a
+   pass): the kept prefix in descending order
    whose exclusive cumulative mass is below top_p W, the largest always kept, ties with c
    kept;
 3. the race over {x >= c} with the noise of (row, column) (race_noise.py), the noise of the
@@ -25,8 +27,8 @@ A flagged row (one program when it has a search; split over S programs when it h
 
 Memory traffic: unflagged rows, one int8 flag read. A flagged row: read once per pass (the
 race, and up to 11 + 13 more passes when it has a top-k and a top-p, each from L2 for rows
-of a few MB), 12 B per split partial, one id written. Slow (4 ms for 256 rows of 151936
-with 17,000-token top-p sets on an H100), but the engine's usual rows (greedy, top-k <=
+of a few MB), 12 B per split partial, one id written. Slow (docs/measurements/bench.md: 256
+rows of 151936 with 17,000-token top-p sets), but the engine's usual rows (greedy, top-k <=
 KMAX with or without top-p, top-p alone with a peaked head) never come here.
 """
 
@@ -37,7 +39,7 @@ import triton.language as tl
 from kernels.sample.triton_race import publish_split
 from kernels.sample_logits.race_noise import finite_or_masked, scores
 from kernels.sample_logits.triton_top_k_select import ordered, value_of_key
-from kernels.split_scratch import multiprocessors, split_scratch
+from kernels.split_scratch import cdiv, multiprocessors, next_power_of_2, split_scratch
 
 KEY_NEG_INF = tl.constexpr(-2139095041)   # ordered(-inf)
 KEY_POS_INF = tl.constexpr(2139095040)    # ordered(+inf)
@@ -78,11 +80,12 @@ def row_kth_key(logits_ptr, rows64, ok, stride, V, n, SEARCH: tl.constexpr):
     hi = tl.zeros(n.shape, tl.int64) + KEY_POS_INF
     while tl.max(hi - lo) > 0:                 # 2^32 keys: at most 11 passes at 8 ways
         probe = probes(lo, hi, 1)
-        count = tl.zeros([n.shape[0], WAYS], tl.int32)
+        reached = tl.zeros([n.shape[0], WAYS, SEARCH], tl.int32)   # summed once per pass
         for start in range(0, V, SEARCH):
             x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
             reach = inside[:, None, :] & (ordered(x)[:, None, :] >= probe.to(tl.int32)[:, :, None])
-            count += tl.sum(reach.to(tl.int32), axis=2)
+            reached += reach.to(tl.int32)
+        count = tl.sum(reached, axis=2)
         m = tl.sum((count >= n[:, None]).to(tl.int32), axis=1)     # probes 0 .. m - 1 reach n
         open_ = lo < hi
         lo_next = tl.where(m > 0, pick(probe, m - 1), lo)
@@ -94,10 +97,12 @@ def row_kth_key(logits_ptr, rows64, ok, stride, V, n, SEARCH: tl.constexpr):
 
 @triton.jit
 def kept_weights(x, inside, kth, t, top):
-    """float64 exp(z - top) of the kept entries (key >= kth, finite), 0 elsewhere."""
+    """exp(z - top) of the kept entries (key >= kth, finite), 0 elsewhere, as float64 from a
+    float32 exp (z = x / T and ``top`` float32: the relative error of a float32 softmax
+    term, which the sums, in float64, do not grow)."""
     kept = inside & (ordered(x) >= kth[:, None]) & (x > float("-inf"))
-    z = (tl.where(kept, x, 0.0) / t[:, None]).to(tl.float64)
-    return tl.where(kept, tl.exp(tl.minimum(z - top[:, None], 0.0)), 0.0)
+    z = tl.where(kept, x, 0.0) / t[:, None]
+    return tl.where(kept, tl.exp(tl.minimum(z - top[:, None], 0.0)), 0.0).to(tl.float64)
 
 
 @triton.jit
@@ -110,7 +115,7 @@ def row_top_p_key(logits_ptr, rows64, ok, stride, V, kth, t, top_p, BLOCK: tl.co
     for start in range(0, V, BLOCK):
         x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, BLOCK)
         top = tl.maximum(top, tl.max(tl.where(inside, x, float("-inf")), axis=1))
-    z_top = tl.where(top > float("-inf"), top / t, 0.0).to(tl.float64)
+    z_top = tl.where(top > float("-inf"), top / t, 0.0)
     mass = tl.zeros(kth.shape, tl.float64)
     for start in range(0, V, BLOCK):
         x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, BLOCK)
@@ -121,12 +126,13 @@ def row_top_p_key(logits_ptr, rows64, ok, stride, V, kth, t, top_p, BLOCK: tl.co
     hi = tl.maximum(hi, lo)
     while tl.max(hi - lo) > 0:                 # at most 11 passes at 8 ways
         probe = probes(lo, hi, 0)
-        above = tl.zeros([kth.shape[0], WAYS], tl.float64)
+        over_mass = tl.zeros([kth.shape[0], WAYS, SEARCH], tl.float64)   # summed once per pass
         for start in range(0, V, SEARCH):
             x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
             w = kept_weights(x, inside, kth, t, z_top)
             over = ordered(x)[:, None, :] > probe.to(tl.int32)[:, :, None]
-            above += tl.sum(tl.where(over, w[:, None, :], 0.0), axis=2)
+            over_mass += tl.where(over, w[:, None, :], 0.0)
+        above = tl.sum(over_mass, axis=2)
         f = WAYS - tl.sum((above < bound[:, None]).to(tl.int32), axis=1)   # first probe below
         open_ = lo < hi
         hi_next = tl.where(f < WAYS, pick(probe, f), hi)
@@ -200,7 +206,8 @@ def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids
             tl.store(ids_ptr + rows, won, mask=flagged)
 
 
-GPU_BLOCK, GPU_SEARCH, GPU_WARPS = 2048, 2048, 8  # race tile, search tile ([WAYS, 2048])
+GPU_BLOCK, GPU_SEARCH, GPU_WARPS = 2048, 512, 8   # race tile, search tile (a search pass
+# accumulates per element in a [WAYS, SEARCH] tile, in registers, and reduces it once)
 GPU_PROGRAMS_PER_SM = 4          # the columns split until the grid has this many per SM
 CPU_TILE = 2**17                 # row entries a program holds on a CPU (its search compares
 # them with WAYS probes at once: 2^20 entries, Triton's largest tensor)
@@ -213,11 +220,11 @@ def cpu_block(batch: int, vocab: int) -> int:
     entry it touches (WAYS per row entry in a search): wide tiles for a few rows, narrow
     ones that pad the row less for many (1024 rows of 4099 columns: 33 tiles of 128)."""
     def cost(block: int) -> int:
-        rows = max(1, min(triton.next_power_of_2(batch), CPU_TILE // block))
+        rows = max(1, min(next_power_of_2(batch), CPU_TILE // block))
         per_op = CPU_CALL + WAYS.value * rows * block
-        return triton.cdiv(batch, rows) * triton.cdiv(vocab, block) * per_op
+        return cdiv(batch, rows) * cdiv(vocab, block) * per_op
 
-    widest = max(64, min(4096, triton.next_power_of_2(vocab)))
+    widest = max(64, min(4096, next_power_of_2(vocab)))
     return min((1 << b for b in range(12, 5, -1) if 1 << b <= widest), key=cost)
 
 
@@ -228,10 +235,10 @@ def fallback_launch(batch: int, vocab: int, device: torch.device):
     with a search are not split: ``_fallback_race``)."""
     if device.type != "cuda":
         block = cpu_block(batch, vocab)
-        rows = max(1, min(triton.next_power_of_2(batch), CPU_TILE // block))
+        rows = max(1, min(next_power_of_2(batch), CPU_TILE // block))
         return rows, block, block, 1, 4
     wanted = GPU_PROGRAMS_PER_SM * multiprocessors(device) // batch
-    splits = max(1, min(triton.cdiv(vocab, GPU_BLOCK), wanted))
+    splits = max(1, min(cdiv(vocab, GPU_BLOCK), wanted))
     return 1, GPU_BLOCK, GPU_SEARCH, splits, GPU_WARPS
 
 
@@ -241,9 +248,9 @@ def fallback_race(logits, temperature, top_k, top_p, unresolved, ids, seed) -> N
     batch, vocab = logits.shape
     device = logits.device
     block_r, block, search, splits, warps = fallback_launch(batch, vocab, device)
-    per_split = triton.cdiv(triton.cdiv(vocab, splits), block) * block
-    splits = triton.cdiv(vocab, per_split)
-    row_blocks = triton.cdiv(batch, block_r)
+    per_split = cdiv(cdiv(vocab, splits), block) * block
+    splits = cdiv(vocab, per_split)
+    row_blocks = cdiv(batch, block_r)
     tickets, best, part = split_scratch(
         "triton-sample-logits-fallback", device, row_blocks, splits * batch,
         (torch.float32, torch.int64)) if splits > 1 else (ids, ids, ids)

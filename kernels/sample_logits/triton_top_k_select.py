@@ -40,7 +40,7 @@ import triton
 import triton.language as tl
 
 from kernels.sample_logits.race_noise import finite_or_masked, scores
-from kernels.split_scratch import split_scratch
+from kernels.split_scratch import next_power_of_2
 
 CMAX = tl.constexpr(2048)      # candidates a row may gather
 GPU_SMALL, CPU_SMALL = 128, 16  # up to this many candidates: thresholds by rank (an N x N
@@ -207,33 +207,38 @@ def whole_row_mass(masses_ptrs, maxima, alone, t):
     return tl.sum(tl.where(live, mass * scale, 0.0), axis=1)
 
 
-@triton.jit(do_not_specialize=["seed", "row0", "B", "V", "G", "kmax", "nucleus_groups"])
-def _select_race(logits_ptr, maxima_ptr, masses_ptr, temp_ptr, topk_ptr, topp_ptr, groups_ptr,
-                 vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0, B, V, G, stride, kmax,
-                 nucleus_groups, BLOCK_R: tl.constexpr, GP: tl.constexpr, S: tl.constexpr,
-                 GB: tl.constexpr, SMALL: tl.constexpr, NMAX: tl.constexpr):
-    """Programs: BLOCK_R rows each, from batch row ``row0`` on (module docstring); scratch
-    row r - row0 for batch row r. Memory traffic: the module's."""
-    slots = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+@triton.jit
+def select_block(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr, topp_ptr,
+                 groups_ptr, vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0, block, B,
+                 V, G, stride, kmax, nucleus_groups, BLOCK_R: tl.constexpr, GP: tl.constexpr,
+                 S: tl.constexpr, GB: tl.constexpr, SMALL: tl.constexpr, NMAX: tl.constexpr):
+    """Rows ``row0 + block BLOCK_R + (0 .. BLOCK_R - 1)``, scratch rows ``block BLOCK_R + ...``,
+    after their group maxima are written (module docstring). An invalid row (a group flagged
+    ``bad``: a NaN or +inf; or no finite entry) gets the sentinel id 0 here. Memory traffic:
+    the module's, and the group flags (1 B a group)."""
+    slots = block * BLOCK_R + tl.arange(0, BLOCK_R)
     rows = row0 + slots
     ok = rows < B
     rows64 = rows.to(tl.int64)
     slots = slots.to(tl.int64)
+    g = tl.arange(0, GP)[None, :]
+    in_row = ok[:, None] & (g < G)
+    row_maxima = tl.load(maxima_ptr + rows64[:, None] * G + g, mask=in_row, other=float("-inf"))
+    bad = tl.load(bad_ptr + rows64[:, None] * G + g, mask=in_row, other=0)
+    invalid = ok & ((tl.max(bad.to(tl.int32), axis=1) > 0)
+                    | (tl.max(row_maxima, axis=1) == float("-inf")))
     t = tl.load(temp_ptr + rows, mask=ok, other=1.0)
     k = tl.load(topk_ptr + rows, mask=ok, other=0)
     top_p = tl.load(topp_ptr + rows, mask=ok, other=1.0)
     greedy = t == 0.0
     top_k_row = (t > 0.0) & (k > 0) & (k <= kmax) & (k < V) & (k <= G)
     alone = (t > 0.0) & ((k <= 0) | (k >= V)) & (top_p < 1.0)
-    active = ok & (greedy | top_k_row | alone)
+    active = ok & ~invalid & (greedy | top_k_row | alone)
     n = tl.where(top_k_row, k, tl.where(alone, tl.minimum(nucleus_groups, G), 1))
-
-    g = tl.arange(0, GP)[None, :]
-    maxima = tl.load(maxima_ptr + rows64[:, None] * G + g, mask=active[:, None] & (g < G),
-                     other=float("-inf"))
+    maxima = tl.where(active[:, None], row_maxima, float("-inf"))
     safe_t = tl.where(greedy, 1.0, t)
     row_mass = whole_row_mass(masses_ptr + rows64[:, None] * G + g, maxima,
-                              ok[:, None] & alone[:, None] & (g < G), safe_t)
+                              active[:, None] & alone[:, None] & (g < G), safe_t)
     tau = value_of(ordered(maxima), maxima, nth_largest(ordered(maxima), n, n // 4 + 1))
     chosen = active[:, None] & (g < G) & (maxima >= tau[:, None])
     tl.store(groups_ptr + slots[:, None] * GP + tl.cumsum(chosen.to(tl.int32), axis=1) - 1, g,
@@ -270,37 +275,9 @@ def _select_race(logits_ptr, maxima_ptr, masses_ptr, temp_ptr, topk_ptr, topp_pt
     else:
         won, reached = race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, safe_t,
                                        top_p, row_mass, greedy, seed, V, NMAX, False)
-    resolved = active & (count <= CMAX) & (count > 0) & (reached | greedy)
-    tl.store(ids_ptr + rows, won.to(tl.int64), mask=resolved)
+    resolved = invalid | (active & (count <= CMAX) & (count > 0) & (reached | greedy))
+    tl.store(ids_ptr + rows, tl.where(invalid, 0, won.to(tl.int64)), mask=resolved)
     tl.store(unresolved_ptr + rows, (~resolved).to(tl.int8), mask=ok)
-
-
-def select_race(logits, maxima, masses, width, temperature, top_k, top_p, kmax, seed, block_r,
-                warps):
-    """(ids int64 [B], unresolved int8 [B]): the greedy and top-k rows raced on the device;
-    ``unresolved`` flags the rest (no top-k, k > ``kmax``, more than CMAX candidates), whose
-    ids are left unwritten. A launch takes at most as many rows as SCRATCH_BYTES of scratch
-    hold (20 KB a row: a check's batch of 2^28 entries in rows of 100 would need 40 GiB),
-    the launches in turn on one scratch, held per (device, stream) between calls; the noise
-    is keyed by the batch row either way."""
-    batch, vocab = logits.shape
-    count = maxima.shape[1]
-    device = logits.device
-    small, gp, gb, nmax = tiers(vocab, count, width, device, block_r)
-    ids = torch.empty(batch, dtype=torch.int64, device=device)
-    unresolved = torch.empty(batch, dtype=torch.int8, device=device)
-    per_launch = scratch_rows(gp, block_r, batch)
-    _, vals, cols = split_scratch("triton-sample-logits", device, 0, per_launch * CMAX.value,
-                                  (torch.float32, torch.int32))
-    _, groups = split_scratch("triton-sample-logits-groups", device, 0, per_launch * gp,
-                              (torch.int32,))
-    for row0 in range(0, batch, per_launch):
-        _select_race[(triton.cdiv(min(per_launch, batch - row0), block_r),)](
-            logits, maxima, masses, temperature, top_k, top_p, groups, vals, cols, ids,
-            unresolved, seed, row0, batch, vocab, count, logits.stride(0), kmax, NUCLEUS_GROUPS,
-            BLOCK_R=block_r, GP=gp,
-            S=width, GB=gb, SMALL=small, NMAX=nmax, num_warps=warps)
-    return ids, unresolved
 
 
 def tiers(vocab: int, groups: int, width: int, device: torch.device, block_r: int
@@ -313,9 +290,9 @@ def tiers(vocab: int, groups: int, width: int, device: torch.device, block_r: in
     ones one per S (Triton compiles each for seconds); on a CPU, where the interpreter pays
     per entry, the tightest powers of two."""
     cuda = device.type == "cuda"
-    gp = GROUPS if cuda else triton.next_power_of_2(groups)
+    gp = GROUPS if cuda else next_power_of_2(groups)
     gb = max(1, min(gp, (TILE if cuda else CPU_TILE) // width))
-    nmax = CMAX.value if cuda else min(CMAX.value, triton.next_power_of_2(vocab))
+    nmax = CMAX.value if cuda else min(CMAX.value, next_power_of_2(vocab))
     return (GPU_SMALL if block_r == 1 else CPU_SMALL), gp, gb, nmax
 
 
@@ -325,11 +302,12 @@ def cpu_rows(batch: int, vocab: int, groups: int, width: int) -> int:
     per entry)."""
     small, gp, gb, nmax = tiers(vocab, groups, width, torch.device("cpu"), 2)
     widest = max(small * small, gp, gb * width, nmax)
-    return max(1, min(triton.next_power_of_2(batch), CPU_NUMEL // widest))
+    return max(1, min(next_power_of_2(batch), CPU_NUMEL // widest))
 
 
-def scratch_rows(gp: int, block_r: int, batch: int) -> int:
-    """Rows a launch of ``_select_race`` takes: a multiple of ``block_r`` whose scratch
-    (group list and candidates, 4 GP + 8 CMAX bytes a row) fits SCRATCH_BYTES."""
-    rows = max(1, SCRATCH_BYTES // (4 * gp + 8 * CMAX.value)) // block_r * block_r
+def scratch_rows(block_r: int, batch: int) -> int:
+    """Rows a launch of the select takes: a multiple of ``block_r`` whose scratch (candidate
+    values and columns, and the group list, one held buffer each of CMAX entries a row:
+    12 CMAX bytes) fits SCRATCH_BYTES."""
+    rows = max(1, SCRATCH_BYTES // (12 * CMAX.value)) // block_r * block_r
     return min(max(rows, block_r), batch)
