@@ -15,6 +15,7 @@ import kernels.sample_logits.triton_filtered_race as race
 from harness.ceiling import row_sum
 from harness.timing import host_us
 from kernels.sample_logits.triton_row_fallback import fallback_race
+from kernels.sample_logits.triton_top_k_select import select_race
 
 REPS = 300
 
@@ -27,13 +28,17 @@ def main() -> None:
     t = torch.full((batch,), 0.8, device=dev)
     k = torch.full((batch,), 50, dtype=torch.int64, device=dev)
     p = torch.full((batch,), 0.9, device=dev)
-    ids, unresolved = race.group_select(x, t, k, p, 1, 1, race.GPU_WARPS)
+    maxima, masses, bad, unresolved = race.group_maxima(x, t, k, p)
+    ids, unresolved = torch.empty(batch, dtype=torch.int64, device=dev), unresolved[:batch]
+    width = race.group_width(vocab)
     steps = {
         "torch.empty(B) int64": lambda: torch.empty(batch, dtype=torch.int64, device=dev),
         "tensor.to(same dtype).contiguous()": lambda: t.to(torch.float32).contiguous(),
         "a Triton launch (row sum, 3 args)": lambda: row_sum(x, 1024, 4, 1, 1),
-        "group_select (allocs + launch)": lambda: race.group_select(
-            x, t, k, p, 1, 1, race.GPU_WARPS),
+        "group_maxima (held buffers + launch)": lambda: race.group_maxima(x, t, k, p),
+        "select_race (held scratch + launch)": lambda: select_race(
+            x, maxima, masses, bad, width, t, k, p, race.KMAX, 1, 1, race.GPU_WARPS, ids,
+            unresolved),
         "fallback_race (launch, no row flagged)": lambda: fallback_race(
             x, t, k, p, unresolved, ids, 1),
         "whole call": lambda: race.sample_logits_triton(x, t, k, p, 1),

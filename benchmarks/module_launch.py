@@ -76,7 +76,7 @@ triton_inverse_cdf = with_module_launch(f"{INVERSE}:inverse_cdf", SAMPLE, {
 
 triton_sample_logits = with_module_launch(f"{FILTERED}:sample_logits_triton", SAMPLE_LOGITS, {
     "group_block": (FILTERED, "GPU_GROUP_BLOCK"), "warps": (FILTERED, "GPU_WARPS"),
-    "select_tile": (SELECT, "TILE"), "one_launch": (FILTERED, "ONE_LAUNCH"),
+    "select_tile": (SELECT, "TILE"),
     "select_small": (SELECT, "GPU_SMALL"),
     "fallback_block": (FALLBACK, "GPU_BLOCK"), "fallback_search": (FALLBACK, "GPU_SEARCH"),
     "fallback_warps": (FALLBACK, "GPU_WARPS"),

@@ -195,7 +195,7 @@ def test_triton_gpu_tiers_on_small_vocabularies_draw_the_sorted_race_ids(monkeyp
 def test_triton_device_path_in_several_launches_draws_the_ids_of_one(monkeypatch,
                                                                     rows_per_program):
     """A scratch for 3 rows (rounded to the rows a program holds) splits the batch's
-    ``_group_select`` into launches on one scratch. Each launch must read its own rows, write
+    ``_select_race`` into launches on one scratch. Each launch must read its own rows, write
     its own ids and key the noise by the batch row: the ids equal one launch's, row by row
     (a launch keyed by its own row 0 would repeat the draws of the first rows)."""
     import kernels.sample_logits.triton_filtered_race as race

@@ -39,7 +39,7 @@ def log_noise(seed, rows, cols, V):
 @triton.jit
 def finite_or_masked(x):
     """x where it is a number below +inf, -inf elsewhere: a NaN or +inf logit (an invalid
-    row, whose id the wrapper replaces by the contract's sentinel) is read as masked, so no
+    row, given the contract's sentinel by ``_select_race``) is read as masked, so no
     NaN reaches a max, a sum or an argmax."""
     return tl.where((x == x) & (x < float("inf")), x, float("-inf"))
 

@@ -24,7 +24,8 @@ Three launches serve every row, with no host synchronisation (capturable in a CU
   its ties, runs top-p on them in float64 and races them; a greedy row's candidates are the
   entries equal to its max, the first one wins. A row with top-p alone takes the
   candidates of its NUCLEUS_GROUPS largest group maxima, and is resolved when their mass
-  reaches top_p times the row's (summed from the group masses);
+  reaches top_p times the row's (summed from the group masses). An invalid row (a NaN or
+  +inf, flagged by ``_group_max``, or nothing finite) gets the sentinel id 0 here;
 * ``_fallback_race`` (kernels/sample_logits/triton_row_fallback.py) takes the rows left
   flagged (no filter, k > KMAX, a top-p set the candidates do not hold, more candidates
   than the scratch holds): their thresholds by bisection over the whole row, then the race.
@@ -33,6 +34,10 @@ Three launches serve every row, with no host synchronisation (capturable in a CU
 CPU and GPU run these three kernels alike; only the launch settings differ by device type (on
 a CPU, the Triton interpreter, which pays per program and per reduction: few programs with
 large tiles; on a GPU, one row a program and splits over the SMs).
+
+An eager call is host-bound: the device waits for the first launch, so nothing but a held
+buffers' lookup precedes ``_group_max``, and no torch op follows the last launch. The group
+buffers and the select's scratch are held per (device, stream) for engine-sized batches.
 """
 
 import torch
@@ -43,30 +48,29 @@ from kernels.meta import per_request_seeds
 from kernels.sample_logits import triton_top_k_select as select
 from kernels.sample_logits.race_noise import finite_or_masked
 from kernels.sample_logits.triton_row_fallback import fallback_race
-from kernels.sample_logits.triton_top_k_select import CMAX, GROUPS, select_block
+from kernels.sample_logits.triton_top_k_select import GROUPS
 from kernels.split_scratch import cdiv, next_power_of_2, split_scratch
 from kernels.triton_seeds import seed_argument
 
 KMAX = 1024
 CPU_TILE = 2**20                  # entries a program of _group_max holds on a CPU (Triton's
 # largest tensor: the interpreter pays per program, little per entry)
-GPU_GROUP_BLOCK = 8192           # _group_select: the columns of a program's group maxima
-GPU_WARPS = 4                    # _group_select's warps
+GPU_GROUP_BLOCK = 8192           # _group_max: the columns of a program's group maxima
+GPU_WARPS = 4                    # _group_max's and _select_race's warps
 HELD_GROUP_ENTRIES = 1 << 20     # group buffers held between calls up to this many entries
-ONE_LAUNCH = False               # _group_select's group and select phases in one launch (a
-# ticket per row block), or in two (H100, 256 x 151936: two, 0.118 ms against 0.149 ms: the
-# one-launch kernel streams the rows with the select's registers allocated)
 NEG_INF = float("-inf")
 
 
-@triton.jit
-def group_max_block(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr, bad_ptr, rows,
-                    groups, B, V, stride, G, S: tl.constexpr):
-    """For ``rows`` x ``groups``: the max m of each group of S columns (-inf past V; NaN and
-    +inf read as -inf, and flagged in ``bad``) and, for rows with top-p alone, the group's
-    mass sum exp(z - m / T) over its finite entries, z = x / T in float32 (its terms in
-    (0, 1], the largest 1). Memory traffic: the tile read once (2 or 4 B per entry); 5 or
-    9 B per group written."""
+@triton.jit(do_not_specialize=["B", "V", "G"])
+def _group_max(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr, bad_ptr, B, V,
+               stride, G, BLOCK_R: tl.constexpr, BLOCK_G: tl.constexpr, S: tl.constexpr):
+    """Programs (row block, group block): the max m of each group of S columns (-inf past V;
+    NaN and +inf read as -inf, and flagged in ``bad``) and, for rows with top-p alone, the
+    group's mass sum exp(z - m / T) over its finite entries, z = x / T in float32 (its terms
+    in (0, 1], the largest 1).
+    Memory traffic: the logits read once (2 or 4 B per entry); 5 or 9 B per group written."""
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    groups = tl.program_id(1) * BLOCK_G + tl.arange(0, BLOCK_G)
     cols = groups[None, :, None] * S + tl.arange(0, S)[None, None, :]
     ok = (rows < B)[:, None, None] & (cols < V)
     raw = tl.load(logits_ptr + rows.to(tl.int64)[:, None, None] * stride + cols, mask=ok,
@@ -91,80 +95,29 @@ def group_max_block(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr,
                  mask=written & alone[:, None])
 
 
-@triton.jit(do_not_specialize=["seed", "row0", "B", "V", "G", "kmax", "nucleus_groups"])
-def _group_select(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr, bad_ptr,
-                  tickets_ptr, groups_ptr, vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed,
-                  row0, B, V, stride, G, kmax, nucleus_groups, BLOCK_R: tl.constexpr,
-                  BLOCK_G: tl.constexpr, S: tl.constexpr, GP: tl.constexpr, GB: tl.constexpr,
-                  SMALL: tl.constexpr, NMAX: tl.constexpr, GROUP: tl.constexpr,
-                  SELECT: tl.constexpr):
-    """Programs (group block, row block), from batch row ``row0`` on. GROUP: write the
-    groups' maxima (``group_max_block``); SELECT: select and race the row block's rows
-    (``select_block``). Both in one launch: each program takes its row block's ticket after
-    its groups, and the last of them resets the ticket and selects, while other rows' groups
-    are still read (axis 0 runs over the group blocks, so a row block's programs are issued
-    together). Or two launches, GROUP then SELECT (one program per row block): the group
-    pass then carries none of the select's registers. Memory traffic: the two steps'."""
-    block = tl.program_id(1)
-    if GROUP:
-        rows = row0 + block * BLOCK_R + tl.arange(0, BLOCK_R)
-        groups = tl.program_id(0) * BLOCK_G + tl.arange(0, BLOCK_G)
-        group_max_block(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr, bad_ptr,
-                        rows, groups, B, V, stride, G, S)
-    if SELECT:
-        last = True
-        if GROUP:
-            tl.debug_barrier()                             # all threads' stores, then release
-            ticket = tl.atomic_add(tickets_ptr + block, 1)         # acq_rel, gpu scope
-            last = ticket == tl.num_programs(0) - 1        # the row block's last program
-            if last:
-                tl.atomic_xchg(tickets_ptr + block, 0)     # ready for the next call
-        if last:
-            select_block(logits_ptr, max_ptr, mass_ptr, bad_ptr, temp_ptr, topk_ptr, topp_ptr,
-                         groups_ptr, vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0,
-                         block, B, V, G, stride, kmax, nucleus_groups, BLOCK_R, GP, S, GB, SMALL,
-                         NMAX)
-
-
 def group_width(vocab: int) -> int:
     """S: a power of two near V / GROUPS."""
     return next_power_of_2(cdiv(vocab, GROUPS))
 
 
-def group_select(logits, t, k, p, seed, block_r: int, warps: int
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(ids int64 [B], unresolved int8 [B]) of ``_group_select``: the greedy, top-k and
-    top-p-alone rows raced, invalid rows given id 0; ``unresolved`` flags the rest (no
-    filter, k > KMAX, wide top-p sets, more than CMAX candidates), whose ids are left
-    unwritten. A launch takes at most as many rows as SCRATCH_BYTES of scratch hold
-    (``scratch_rows``), the launches in turn on one held scratch (per device and stream);
-    the noise is keyed by the batch row either way."""
+def group_maxima(logits, temperature, top_k, top_p) -> tuple[torch.Tensor, ...]:
+    """(maxima, masses, bad, unresolved) of ``_group_max``, flat: float32 maxima and masses
+    (B G entries; masses unwritten in rows without top-p alone), int8 flags of groups
+    holding a NaN or +inf, and int8 room for B unresolved flags (``group_buffers``). The
+    wrapper's first launch: nothing before it but the buffers' lookup."""
     batch, vocab = logits.shape
-    device = logits.device
     width = group_width(vocab)
     count = cdiv(vocab, width)
-    if device.type == "cuda":
-        block_g = max(1, GPU_GROUP_BLOCK // width)
-    else:                 # the interpreter: the widest tile (CPU_TILE entries) a program holds
-        block_g = min(next_power_of_2(count), max(1, CPU_TILE // (width * block_r)))
-    small, gp, gb, nmax = select.tiers(vocab, count, width, device, block_r)
-    maxima, masses, bad, unresolved = group_buffers(batch * count, device)
-    unresolved = unresolved[:batch]
-    ids = torch.empty(batch, dtype=torch.int64, device=device)
-    per_launch = select.scratch_rows(block_r, batch)
-    tickets, vals, cols, groups = split_scratch(
-        "triton-sample-logits", device, cdiv(per_launch, block_r), per_launch * CMAX.value,
-        (torch.float32, torch.int32, torch.int32))
-    phases = ((True, True),) if ONE_LAUNCH else ((True, False), (False, True))
-    for row0 in range(0, batch, per_launch):
-        blocks = cdiv(min(per_launch, batch - row0), block_r)
-        for group, choose in phases:
-            _group_select[(cdiv(count, block_g) if group else 1, blocks)](
-                logits, t, k, p, maxima, masses, bad, tickets, groups, vals, cols, ids,
-                unresolved, seed, row0, batch, vocab, logits.stride(0), count, KMAX,
-                select.NUCLEUS_GROUPS, BLOCK_R=block_r, BLOCK_G=block_g, S=width, GP=gp, GB=gb,
-                SMALL=small, NMAX=nmax, GROUP=group, SELECT=choose, num_warps=warps)
-    return ids, unresolved
+    buffers = group_buffers(batch * count, logits.device)
+    if logits.device.type != "cuda":
+        block_g = min(next_power_of_2(count), max(1, CPU_TILE // width))
+        block_r = max(1, min(next_power_of_2(batch), CPU_TILE // (block_g * width)))
+    else:
+        block_r, block_g = 1, max(1, GPU_GROUP_BLOCK // width)
+    _group_max[(cdiv(batch, block_r), cdiv(count, block_g))](
+        logits, temperature, top_k, top_p, *buffers[:3], batch, vocab, logits.stride(0),
+        count, BLOCK_R=block_r, BLOCK_G=block_g, S=width, num_warps=GPU_WARPS)
+    return buffers
 
 
 def group_buffers(entries: int, device: torch.device) -> tuple[torch.Tensor, ...]:
@@ -179,7 +132,7 @@ def group_buffers(entries: int, device: torch.device) -> tuple[torch.Tensor, ...
 
 
 def select_rows(batch: int, vocab: int, device: torch.device) -> tuple[int, int]:
-    """(BLOCK_R, warps) of ``_group_select``: one row per program on a GPU; on a CPU (the
+    """(BLOCK_R, warps) of ``_select_race``: one row per program on a GPU; on a CPU (the
     interpreter pays per program and per reduction) as many as its tensors allow."""
     if device.type != "cuda":
         width = group_width(vocab)
@@ -226,7 +179,11 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     k, p = contiguous_as(top_k, torch.int64), contiguous_as(top_p, torch.float32)
     if min_p is not None:
         k = fold_min_p(logits, t, k, min_p.to(logits.device))
+    maxima, masses, bad, unresolved = group_maxima(logits, t, k, p)
+    ids = torch.empty(batch, dtype=torch.int64, device=logits.device)
+    unresolved = unresolved[:batch]
     block_r, warps = select_rows(batch, vocab, logits.device)
-    ids, unresolved = group_select(logits, t, k, p, seed, block_r, warps)
+    select.select_race(logits, maxima, masses, bad, group_width(vocab), t, k, p, KMAX, seed,
+                       block_r, warps, ids, unresolved)
     fallback_race(logits, t, k, p, unresolved, ids, seed)
     return ids

@@ -1,4 +1,4 @@
-"""The rows ``_group_select`` leaves unresolved, on the device, with no host synchronisation.
+"""The rows ``_select_race`` leaves unresolved, on the device, with no host synchronisation.
 
 Those rows are: no filter, top-p alone whose set the candidates do not hold, k > KMAX, and
 more candidates than the scratch holds. Their flags stay on the device: the kernel is

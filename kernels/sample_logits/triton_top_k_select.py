@@ -40,7 +40,7 @@ import triton
 import triton.language as tl
 
 from kernels.sample_logits.race_noise import finite_or_masked, scores
-from kernels.split_scratch import next_power_of_2
+from kernels.split_scratch import cdiv, next_power_of_2, split_scratch
 
 CMAX = tl.constexpr(2048)      # candidates a row may gather
 GPU_SMALL, CPU_SMALL = 128, 16  # up to this many candidates: thresholds by rank (an N x N
@@ -278,6 +278,43 @@ def select_block(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr
     resolved = invalid | (active & (count <= CMAX) & (count > 0) & (reached | greedy))
     tl.store(ids_ptr + rows, tl.where(invalid, 0, won.to(tl.int64)), mask=resolved)
     tl.store(unresolved_ptr + rows, (~resolved).to(tl.int8), mask=ok)
+
+
+@triton.jit(do_not_specialize=["seed", "row0", "B", "V", "G", "kmax", "nucleus_groups"])
+def _select_race(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr, topp_ptr,
+                 groups_ptr, vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0, B, V, G,
+                 stride, kmax, nucleus_groups, BLOCK_R: tl.constexpr, GP: tl.constexpr,
+                 S: tl.constexpr, GB: tl.constexpr, SMALL: tl.constexpr, NMAX: tl.constexpr):
+    """Programs: BLOCK_R rows each, from batch row ``row0`` on (``select_block``)."""
+    select_block(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr, topp_ptr,
+                 groups_ptr, vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0,
+                 tl.program_id(0), B, V, G, stride, kmax, nucleus_groups, BLOCK_R, GP, S, GB,
+                 SMALL, NMAX)
+
+
+def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, kmax, seed,
+                block_r, warps, ids, unresolved) -> None:
+    """Write the ids of the greedy, top-k and top-p-alone rows into ``ids`` (int64 [B]), id
+    0 at invalid rows (``bad`` groups, or no finite entry), and flag the rest in
+    ``unresolved`` (int8 [B]: no filter, k > ``kmax``, wide top-p sets, more than CMAX
+    candidates), whose ids are left unwritten. A launch takes at most as many rows as
+    SCRATCH_BYTES of scratch hold (a check's batch of 2^28 entries in rows of 100 would
+    need 24 GiB), the launches in turn on one scratch, held per (device, stream) between
+    calls; the noise is keyed by the batch row either way."""
+    batch, vocab = logits.shape
+    count = cdiv(vocab, width)
+    device = logits.device
+    small, gp, gb, nmax = tiers(vocab, count, width, device, block_r)
+    per_launch = scratch_rows(block_r, batch)
+    _, vals, cols, groups = split_scratch("triton-sample-logits", device, 0,
+                                          per_launch * CMAX.value,
+                                          (torch.float32, torch.int32, torch.int32))
+    for row0 in range(0, batch, per_launch):
+        _select_race[(cdiv(min(per_launch, batch - row0), block_r),)](
+            logits, maxima, masses, bad, temperature, top_k, top_p, groups, vals, cols, ids,
+            unresolved, seed, row0, batch, vocab, count, logits.stride(0), kmax,
+            NUCLEUS_GROUPS, BLOCK_R=block_r, GP=gp, S=width, GB=gb, SMALL=small, NMAX=nmax,
+            num_warps=warps)
 
 
 def tiers(vocab: int, groups: int, width: int, device: torch.device, block_r: int
