@@ -401,3 +401,29 @@ def test_min_p_goes_by_keyword_only_where_given_and_only_to_kernels_that_take_it
     assert seen == ["old", None, "mp"]
     assert not accepts(old, "min_p") and accepts(new, "min_p")
     assert accepts(lambda *a, **kw: None, "min_p") and not accepts(len, "min_p")
+
+
+def test_plain_int_launch_arithmetic_equals_tritons():
+    """The wrappers' cdiv and next_power_of_2 (plain ints, for host time) equal Triton's."""
+    import triton
+
+    from kernels.split_scratch import cdiv, next_power_of_2
+    for n in [*range(1, 2100), 151936, 2**20 + 1]:
+        assert next_power_of_2(n) == triton.next_power_of_2(n)
+        for d in (1, 3, 16, 1024):
+            assert cdiv(n, d) == triton.cdiv(n, d)
+
+
+def test_group_buffers_are_held_for_engine_batches_and_fresh_for_large_ones(monkeypatch):
+    """Up to HELD_GROUP_ENTRIES the group buffers are one held set (the same storage on the
+    next call); above it each call allocates its own, so a check's batch of many short rows
+    holds nothing once it returns."""
+    import kernels.sample_logits.triton_filtered_race as race
+    cpu = torch.device("cpu")
+    held = race.group_buffers(1000, cpu)
+    assert [b.data_ptr() for b in race.group_buffers(900, cpu)] == [b.data_ptr() for b in held]
+    assert [b.dtype for b in held] == [torch.float32, torch.float32, torch.int8, torch.int8]
+    monkeypatch.setattr(race, "HELD_GROUP_ENTRIES", 100)
+    fresh = race.group_buffers(1000, cpu)
+    assert all(b.numel() == 1000 for b in fresh)
+    assert {b.data_ptr() for b in fresh}.isdisjoint(b.data_ptr() for b in held)
