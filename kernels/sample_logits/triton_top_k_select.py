@@ -207,16 +207,16 @@ def whole_row_mass(masses_ptrs, maxima, alone, t):
     return tl.sum(tl.where(live, mass * scale, 0.0), axis=1)
 
 
-@triton.jit
-def select_block(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr, topp_ptr,
-                 groups_ptr, vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0, block, B,
-                 V, G, stride, kmax, nucleus_groups, BLOCK_R: tl.constexpr, GP: tl.constexpr,
+@triton.jit(do_not_specialize=["seed", "row0", "B", "V", "G", "kmax", "nucleus_groups"])
+def _select_race(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr, topp_ptr,
+                 groups_ptr, vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0, B, V, G,
+                 stride, kmax, nucleus_groups, BLOCK_R: tl.constexpr, GP: tl.constexpr,
                  S: tl.constexpr, GB: tl.constexpr, SMALL: tl.constexpr, NMAX: tl.constexpr):
-    """Rows ``row0 + block BLOCK_R + (0 .. BLOCK_R - 1)``, scratch rows ``block BLOCK_R + ...``,
-    after their group maxima are written (module docstring). An invalid row (a group flagged
-    ``bad``: a NaN or +inf; or no finite entry) gets the sentinel id 0 here. Memory traffic:
-    the module's, and the group flags (1 B a group)."""
-    slots = block * BLOCK_R + tl.arange(0, BLOCK_R)
+    """Programs: BLOCK_R rows each, from batch row ``row0`` on (module docstring); scratch
+    row r - row0 for batch row r. An invalid row (a group flagged ``bad``: a NaN or +inf;
+    or no finite entry) gets the sentinel id 0 here. Memory traffic: the module's, and the
+    group flags (1 B a group)."""
+    slots = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     rows = row0 + slots
     ok = rows < B
     rows64 = rows.to(tl.int64)
@@ -278,18 +278,6 @@ def select_block(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr
     resolved = invalid | (active & (count <= CMAX) & (count > 0) & (reached | greedy))
     tl.store(ids_ptr + rows, tl.where(invalid, 0, won.to(tl.int64)), mask=resolved)
     tl.store(unresolved_ptr + rows, (~resolved).to(tl.int8), mask=ok)
-
-
-@triton.jit(do_not_specialize=["seed", "row0", "B", "V", "G", "kmax", "nucleus_groups"])
-def _select_race(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr, topp_ptr,
-                 groups_ptr, vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0, B, V, G,
-                 stride, kmax, nucleus_groups, BLOCK_R: tl.constexpr, GP: tl.constexpr,
-                 S: tl.constexpr, GB: tl.constexpr, SMALL: tl.constexpr, NMAX: tl.constexpr):
-    """Programs: BLOCK_R rows each, from batch row ``row0`` on (``select_block``)."""
-    select_block(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr, topp_ptr,
-                 groups_ptr, vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0,
-                 tl.program_id(0), B, V, G, stride, kmax, nucleus_groups, BLOCK_R, GP, S, GB,
-                 SMALL, NMAX)
 
 
 def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, kmax, seed,
