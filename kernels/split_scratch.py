@@ -1,6 +1,7 @@
 """Device facts and scratch shared by the Triton kernels that split a row across programs
 and merge the splits in the last of them, through a ticket (triton-exact,
-triton-logprobs).
+triton-logprobs), or that hold scratch between calls (triton-sample-logits); and the
+host-side launch arithmetic of a wrapper's every call, in plain ints.
 
 The scratch is held per (kernel, device, stream), so only calls in stream order share it.
 Tickets are zeros, as every call leaves them (the merging program resets its ticket); the

@@ -146,11 +146,10 @@ def validate_ids(ids: object, inputs: dict) -> torch.Tensor:
     return ids
 
 
-BENCH_FILTERS = {                           # variant: (temperature, top-k, top-p, min-p)
-    "top-k-top-p": (0.8, 50, 0.9, 0.0), "top-p": (0.8, 0, 0.9, 0.0), "plain": (0.8, 0, 1.0, 0.0),
-    "greedy": (0.0, 0, 1.0, 0.0), "min-p": (0.8, 0, 1.0, 0.05),
-    "flat-top-p": (1.0, 0, 0.99, 0.0)}
-LOGIT_SCALE = {"flat-top-p": 0.1}           # variant: the logits' standard deviation (else 2)
+BENCH_FILTERS = {      # variant: (temperature, top-k, top-p, min-p, the logits' std. deviation)
+    "top-k-top-p": (0.8, 50, 0.9, 0.0, 2.0), "top-p": (0.8, 0, 0.9, 0.0, 2.0),
+    "plain": (0.8, 0, 1.0, 0.0, 2.0), "greedy": (0.0, 0, 1.0, 0.0, 2.0),
+    "min-p": (0.8, 0, 1.0, 0.05, 2.0), "flat-top-p": (1.0, 0, 0.99, 0.0, 0.1)}
 
 
 def bench_batch(shape: str, device: torch.device) -> dict:
@@ -163,9 +162,8 @@ def bench_batch(shape: str, device: torch.device) -> dict:
     dims, _, name = shape.lower().partition(":")
     if name not in ("", *BENCH_FILTERS):
         raise ValueError(f"{shape}: filter not one of {', '.join(BENCH_FILTERS)}")
-    t, k, p, min_p = BENCH_FILTERS[name or "top-k-top-p"]
+    t, k, p, min_p, scale = BENCH_FILTERS[name or "top-k-top-p"]
     batch, vocab = (int(x) for x in dims.split("x"))
-    scale = LOGIT_SCALE.get(name, 2.0)
     inputs = {"logits": torch.randn(batch, vocab, device=device) * scale,
               "temperature": torch.full((batch,), t, device=device),
               "top_k": torch.full((batch,), k, dtype=torch.int64, device=device),
