@@ -68,7 +68,13 @@ def main(paths: list[str]) -> None:
                 if len(seen) > 1:
                     varying[arg] = sorted(map(str, seen))[:8]
         attrs = {x["attrs"] for x in group}
-        print(f"- {name}: {varying} attrs classes {len(attrs)}")
+        distinct = {json.dumps([x["signature"], x["constexprs"], x["attrs"], x["warps"]],
+                               sort_keys=True) for x in group}
+        print(f"- {name}: {len(distinct)} distinct of {len(group)} compiles; {varying}; "
+              f"attrs classes {len(attrs)}")
+        if os.environ.get("CENSUS_ATTRS"):
+            for text in sorted(attrs):
+                print(f"    {text}")
 
 
 if __name__ == "__main__":

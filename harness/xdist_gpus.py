@@ -37,6 +37,8 @@ DIST = "worksteal"    # split the checks between workers, then idle workers take
 
 
 DEFAULT_WORKERS_PER_GPU = 8     # check all on a GPU: at most this many workers share it
+# the workers of a GPU run compile each Triton variant once between them (harness.compile_lock)
+COMPILE_LOCK = ("TRITON_CACHE_MANAGER", "harness.compile_lock:LockingCacheManager")
 
 
 def default_workers_per_gpu() -> int:
@@ -89,6 +91,8 @@ def worker_specs(gpus: int, device_type: str, count: int | None = None,
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // total))
     if device_type != "cuda":
         return ["popen" + "".join(f"//env:{k}={v}" for k, v in env.items())] * total
+    if COMPILE_LOCK[0] not in os.environ:        # a user's own cache manager is kept
+        env[COMPILE_LOCK[0]] = COMPILE_LOCK[1]
     devices = visible_gpus(device_type, count)
     if gpus > len(devices):
         raise HarnessError(f"--gpus {gpus} asked for, but torch sees {len(devices)} CUDA "

@@ -93,6 +93,7 @@ def test_more_gpus_than_visible_is_one_line():
 def test_each_worker_is_pinned_to_one_gpu(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6,7")
     monkeypatch.setenv("OMP_NUM_THREADS", "8")
+    monkeypatch.setenv("TRITON_CACHE_MANAGER", "theirs:Manager")     # the user's is kept
     assert xdist_gpus.worker_specs(2, "cuda", count=3) == [
         "popen//env:CUDA_VISIBLE_DEVICES=4", "popen//env:CUDA_VISIBLE_DEVICES=6"]
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
@@ -100,8 +101,18 @@ def test_each_worker_is_pinned_to_one_gpu(monkeypatch):
     assert xdist_gpus.worker_specs(2, "cpu") == ["popen", "popen"]
 
 
+def test_gpu_workers_share_one_compile_per_variant(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    monkeypatch.delenv("TRITON_CACHE_MANAGER", raising=False)
+    lock = "TRITON_CACHE_MANAGER=harness.compile_lock:LockingCacheManager"
+    assert xdist_gpus.worker_specs(1, "cuda", count=1, per_gpu=2) == [
+        f"popen//env:{lock}//env:CUDA_VISIBLE_DEVICES=0"] * 2
+    assert xdist_gpus.worker_specs(1, "cpu", per_gpu=2) == ["popen"] * 2   # nothing compiles
+
+
 def test_workers_share_a_gpu(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    monkeypatch.setenv("TRITON_CACHE_MANAGER", "theirs:Manager")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert xdist_gpus.worker_specs(2, "cuda", count=2, per_gpu=2) == [
         f"popen//env:CUDA_VISIBLE_DEVICES={gpu}" for gpu in (0, 0, 1, 1)]
