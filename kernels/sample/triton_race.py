@@ -39,6 +39,7 @@ GPU_STAGES, GPU_UNROLL = 5, 1           # program per SM-share, 256 rows are not
 # stages: 1-3 % faster than 4 at the three bench shapes, the coupled test exact (2026-11-23)
 GPU_ROWS = 1                            # rows per program
 GPU_LATE_NOISE = False                  # level-1 variates drawn after the loop, one vector
+MIN_QUARTER = 16                        # Q's floor (quarter_width)
 
 
 @triton.jit
@@ -255,8 +256,11 @@ def _bits_kernel(main_ptr, refine_ptr, chunk_ptr, seed, V, n_chunks, Q: tl.const
 
 
 def quarter_width(vocab: int) -> int:
-    """Q: a function of V alone (it fixes the noise layout), 512 for LLM vocabularies."""
-    return min(512, triton.next_power_of_2(max(1, -(-vocab // 4))))
+    """Q: a function of V alone (it fixes the noise layout), 512 for LLM vocabularies, at
+    least MIN_QUARTER: Q is a compiled constant, and the floor lets every V <= 4 MIN_QUARTER
+    share one kernel (a run's small vocabularies 2, 5, 13, 40 cost one compile, not four;
+    the masked columns of a tiny row cost the GPU nothing that matters)."""
+    return min(512, max(MIN_QUARTER, triton.next_power_of_2(-(-vocab // 4))))
 
 
 def _launch_shape(batch: int, vocab: int, device: torch.device):
