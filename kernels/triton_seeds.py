@@ -17,6 +17,7 @@ import triton
 import triton.language as tl
 
 from kernels.request_seeds import fresh_for_unseeded, request_seeds
+from kernels.split_scratch import next_power_of_2
 
 
 @triton.jit
@@ -37,7 +38,7 @@ def seed_argument(seed, batch: int, device: torch.device):
     seeds = request_seeds(seed, batch, device)
     if seeds is None:
         return seed
-    padded = torch.zeros(2 * triton.next_power_of_2(max(batch, 1)), dtype=torch.int64,
+    padded = torch.zeros(2 * next_power_of_2(max(batch, 1)), dtype=torch.int64,
                          device=device)
     padded[:batch] = fresh_for_unseeded(seeds)
     return padded

@@ -59,7 +59,7 @@ import triton
 import triton.language as tl
 
 from kernels.logprobs.torch_logprobs import kept_entries
-from kernels.split_scratch import multiprocessors, split_scratch
+from kernels.split_scratch import cdiv, multiprocessors, next_power_of_2, split_scratch
 
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 LOWEST = tl.constexpr(-3.4028234663852886e38)   # the lowest finite float32
@@ -292,7 +292,7 @@ CPU_BLOCK, CPU_TILE = 4096, 2**20    # CPU: columns a block at most; entries (ro
 
 def id_groups(slots: int) -> tuple[int, int, int]:
     """(G1, G2, G3) of K = ``slots``: (max(16, next_pow2(K - 5)), 4, 1) (module docstring)."""
-    return (max(16, triton.next_power_of_2(max(slots - 5, 1))), *SMALLEST_GROUPS)
+    return (max(16, next_power_of_2(max(slots - 5, 1))), *SMALLEST_GROUPS)
 
 
 def launch_for(batch: int, vocab: int, slots: int, device: torch.device) -> Launch:
@@ -300,20 +300,20 @@ def launch_for(batch: int, vocab: int, slots: int, device: torch.device) -> Laun
     (the interpreter pays per program and per loop trip), blocks of up to CPU_BLOCK columns,
     as many rows a program as CPU_TILE holds, one program a row."""
     if device.type == "cuda":
-        wanted = triton.cdiv(GPU_PROGRAMS_PER_SM * multiprocessors(device), batch)
+        wanted = cdiv(GPU_PROGRAMS_PER_SM * multiprocessors(device), batch)
         return replace(GPU, splits=wanted)
-    block = max(4, min(CPU_BLOCK, triton.next_power_of_2(vocab)))
-    tile = triton.next_power_of_2(sum(id_groups(slots))) * block
-    return Launch(block=block, warps=4, rows=max(1, min(triton.next_power_of_2(batch),
+    block = max(4, min(CPU_BLOCK, next_power_of_2(vocab)))
+    tile = next_power_of_2(sum(id_groups(slots))) * block
+    return Launch(block=block, warps=4, rows=max(1, min(next_power_of_2(batch),
                                                         CPU_TILE // tile)))
 
 
 def split_columns(vocab: int, block: int, wanted: int) -> tuple[int, int]:
     """(S, CHUNK): a row split into S chunks of whole blocks, at most ``wanted`` and at most
     one a block, none empty."""
-    blocks = triton.cdiv(vocab, block)
-    chunk = triton.cdiv(blocks, max(1, min(blocks, wanted))) * block
-    return triton.cdiv(vocab, chunk), chunk
+    blocks = cdiv(vocab, block)
+    chunk = cdiv(blocks, max(1, min(blocks, wanted))) * block
+    return cdiv(vocab, chunk), chunk
 
 
 def row_cutoffs(logits: torch.Tensor, temperature, top_k, top_p):
@@ -345,7 +345,7 @@ def logprobs_launch(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
     g1, g2, g3 = id_groups(slots)
     width = g1 + g2 + g3
     splits, chunk = split_columns(vocab, launch.block, launch.splits)
-    row_blocks = triton.cdiv(batch, launch.rows)
+    row_blocks = cdiv(batch, launch.rows)
     tickets, partials = split_scratch("triton-logprobs", device, row_blocks,
                                       splits * batch * (width + 2), (torch.int32,))
     cuda = device.type == "cuda"
@@ -357,7 +357,7 @@ def logprobs_launch(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
             logits, token_ids, cutoff, t, tickets, partials, values, ranks, batch, vocab, slots,
             logits.stride(0), chunk, limit, int(logprobs), int(processed),
             BLOCK_R=launch.rows, BLOCK=launch.block, LANES=lanes,
-            KP=triton.next_power_of_2(width), G1=g1, G2=g2, G3=g3, STAGES=launch.stages,
+            KP=next_power_of_2(width), G1=g1, G2=g2, G3=g3, STAGES=launch.stages,
             num_warps=launch.warps)
     return values, ranks
 

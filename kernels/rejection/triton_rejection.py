@@ -43,6 +43,7 @@ from kernels.sample.triton_race import (
     quarter_width,
     race_chunk,
 )
+from kernels.split_scratch import cdiv, next_power_of_2
 from kernels.triton_seeds import philox_key, seed_argument
 
 ACCEPT_BIT = tl.constexpr(1 << 60)   # acceptance words: counters b 2^20 + i with bit 60 set
@@ -215,7 +216,7 @@ def _launch_shape(batch: int, vocab: int, device: torch.device):
     K, V and the chunk count are not specialised either."""
     width = max(1, (CPU_TILE if device.type != "cuda" else GPU_TILE) // (4 * quarter_width(vocab)))
     if device.type != "cuda":
-        return min(triton.next_power_of_2(batch), width), 4
+        return min(next_power_of_2(batch), width), 4
     return width, GPU_WARPS
 
 
@@ -223,7 +224,7 @@ def positions_width(width: int, device: torch.device) -> int:
     """W: the positions a program holds per request, K + 1 rounded up to a power of two; on
     a GPU at least GPU_POSITIONS, so every K < GPU_POSITIONS shares a compiled kernel."""
     least = GPU_POSITIONS if device.type == "cuda" else 1
-    return max(least, triton.next_power_of_2(width + 1))
+    return max(least, next_power_of_2(width + 1))
 
 
 def _check(draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_token_ids,
@@ -273,10 +274,10 @@ def rejection_exact(draft_token_ids: torch.Tensor, num_draft_tokens, draft_probs
     draft = target if draft_probs is None else draft_probs.contiguous()
     q = quarter_width(vocab)
     block_b, warps = _launch_shape(batch, vocab, device)
-    _rejection_kernel[(triton.cdiv(batch, block_b),)](
+    _rejection_kernel[(cdiv(batch, block_b),)](
         out, draft_token_ids.contiguous(), layout[0], layout[1], draft, target,
         bonus_token_ids.contiguous(), greedy.contiguous(), seed, batch, width, vocab,
-        target.stride(0), triton.cdiv(vocab, 4 * q), int(draft_probs is not None),
+        target.stride(0), cdiv(vocab, 4 * q), int(draft_probs is not None),
         BLOCK_B=block_b, W=positions_width(width, device), Q=q, num_warps=warps)
     return out
 
@@ -318,5 +319,5 @@ def rejection_bits(batch: int, drafts: int, seed: int, device) -> torch.Tensor:
     position i < K; the race words of request b are row b of ``race_bits(B, V, seed)``."""
     words = torch.empty((batch, drafts, 2), dtype=torch.int64, device=device)
     if batch and drafts:
-        _accept_bits_kernel[(batch,)](words, seed, drafts, W=triton.next_power_of_2(drafts))
+        _accept_bits_kernel[(batch,)](words, seed, drafts, W=next_power_of_2(drafts))
     return words

@@ -28,7 +28,7 @@ import triton.language as tl
 
 from kernels.meta import per_request_seeds
 from kernels.sample.triton_race import float32_rows
-from kernels.split_scratch import multiprocessors, split_scratch
+from kernels.split_scratch import cdiv, multiprocessors, next_power_of_2, split_scratch
 from kernels.triton_seeds import philox_key, seed_argument
 
 GPU_WARPS, GPU_PROGRAMS_PER_SM, GPU_STAGES = 4, 1, 3   # launch knobs (swept on a GPU)
@@ -122,7 +122,7 @@ def _uniform_kernel(out_ptr, seed, B, BLOCK: tl.constexpr):
 
 def chunk_width(vocab: int) -> int:
     """W: a function of V alone (with GPU_CHUNK unset), 2048 for LLM vocabularies."""
-    return GPU_CHUNK or min(2048, triton.next_power_of_2(max(1, vocab)))
+    return GPU_CHUNK or min(2048, next_power_of_2(max(1, vocab)))
 
 
 def _launch_shape(batch: int, vocab: int, device: torch.device):
@@ -131,9 +131,9 @@ def _launch_shape(batch: int, vocab: int, device: torch.device):
     there are GPU_PROGRAMS_PER_SM programs per SM."""
     w = chunk_width(vocab)
     if device.type != "cuda":
-        return min(triton.next_power_of_2(batch), max(1, 2**17 // w)), 1, 4
-    wanted = triton.cdiv(GPU_PROGRAMS_PER_SM * multiprocessors(device), batch)
-    return 1, min(triton.cdiv(vocab, w), max(1, wanted)), GPU_WARPS
+        return min(next_power_of_2(batch), max(1, 2**17 // w)), 1, 4
+    wanted = cdiv(GPU_PROGRAMS_PER_SM * multiprocessors(device), batch)
+    return 1, min(cdiv(vocab, w), max(1, wanted)), GPU_WARPS
 
 
 @per_request_seeds
@@ -145,11 +145,11 @@ def inverse_cdf(probs: torch.Tensor, seed) -> torch.Tensor:
     batch, vocab = probs.shape
     seed = seed_argument(seed, batch, probs.device)
     w = chunk_width(vocab)
-    chunks = triton.cdiv(vocab, w)
+    chunks = cdiv(vocab, w)
     block_r, splits, warps = _launch_shape(batch, vocab, probs.device)
-    per_split = triton.cdiv(chunks, splits)
-    splits = triton.cdiv(chunks, per_split)
-    row_blocks = triton.cdiv(batch, block_r)
+    per_split = cdiv(chunks, splits)
+    splits = cdiv(chunks, per_split)
+    row_blocks = cdiv(batch, block_r)
     ids = torch.empty(batch, dtype=torch.int64, device=probs.device)
     if splits > 1:   # held tickets; unsplit, a fresh buffer (no memset node in a graph)
         tickets, sums = split_scratch("triton-inverse-cdf", probs.device, row_blocks,
@@ -159,7 +159,7 @@ def inverse_cdf(probs: torch.Tensor, seed) -> torch.Tensor:
         tickets = sums
     _inverse_cdf_kernel[(row_blocks, splits)](
         probs, ids, sums, tickets, seed, batch, vocab, probs.stride(0), chunks, per_split,
-        splits, BLOCK_R=block_r, W=w, NC=triton.next_power_of_2(chunks), SPLIT=splits > 1,
+        splits, BLOCK_R=block_r, W=w, NC=next_power_of_2(chunks), SPLIT=splits > 1,
         STAGES=GPU_STAGES, num_warps=warps)
     return ids
 
@@ -167,5 +167,5 @@ def inverse_cdf(probs: torch.Tensor, seed) -> torch.Tensor:
 def row_uniforms(batch: int, seed: int, device) -> torch.Tensor:
     """The uniforms u (float64 [B]) that ``inverse_cdf`` draws for rows 0..B-1 with ``seed``."""
     out = torch.empty(batch, dtype=torch.float64, device=device)
-    _uniform_kernel[(triton.cdiv(batch, 128),)](out, seed, batch, BLOCK=128)
+    _uniform_kernel[(cdiv(batch, 128),)](out, seed, batch, BLOCK=128)
     return out

@@ -28,7 +28,7 @@ import triton
 import triton.language as tl
 
 from kernels.meta import per_request_seeds
-from kernels.split_scratch import multiprocessors, split_scratch
+from kernels.split_scratch import cdiv, multiprocessors, next_power_of_2, split_scratch
 from kernels.triton_seeds import philox_key, seed_argument
 
 REFINE_BELOW = tl.constexpr(4096)      # main words within 2^12 of either end get 32 more bits
@@ -260,7 +260,7 @@ def quarter_width(vocab: int) -> int:
     least MIN_QUARTER: Q is a compiled constant, and the floor lets every V <= 4 MIN_QUARTER
     share one kernel (a run's small vocabularies 2, 5, 13, 40 cost one compile, not four;
     the masked columns of a tiny row cost the GPU nothing that matters)."""
-    return min(512, max(MIN_QUARTER, triton.next_power_of_2(-(-vocab // 4))))
+    return min(512, max(MIN_QUARTER, next_power_of_2(-(-vocab // 4))))
 
 
 def _launch_shape(batch: int, vocab: int, device: torch.device):
@@ -269,10 +269,10 @@ def _launch_shape(batch: int, vocab: int, device: torch.device):
     there are GPU_PROGRAMS_PER_SM programs per SM."""
     q = quarter_width(vocab)
     if device.type != "cuda":
-        return min(triton.next_power_of_2(batch), max(1, 2**17 // (4 * q))), 1, 4
-    chunks = triton.cdiv(vocab, 4 * q)
-    rows = min(GPU_ROWS, triton.next_power_of_2(batch))
-    wanted = triton.cdiv(GPU_PROGRAMS_PER_SM * multiprocessors(device), triton.cdiv(batch, rows))
+        return min(next_power_of_2(batch), max(1, 2**17 // (4 * q))), 1, 4
+    chunks = cdiv(vocab, 4 * q)
+    rows = min(GPU_ROWS, next_power_of_2(batch))
+    wanted = cdiv(GPU_PROGRAMS_PER_SM * multiprocessors(device), cdiv(batch, rows))
     return rows, min(chunks, max(1, wanted)), GPU_WARPS
 
 
@@ -292,11 +292,11 @@ def race_exact(probs: torch.Tensor, seed) -> torch.Tensor:
     batch, vocab = probs.shape
     seed = seed_argument(seed, batch, probs.device)
     q = quarter_width(vocab)
-    chunks = triton.cdiv(vocab, 4 * q)
+    chunks = cdiv(vocab, 4 * q)
     block_r, splits, warps = _launch_shape(batch, vocab, probs.device)
-    per_split = triton.cdiv(chunks, splits)
-    splits = triton.cdiv(chunks, per_split)
-    row_blocks = triton.cdiv(batch, block_r)
+    per_split = cdiv(chunks, splits)
+    splits = cdiv(chunks, per_split)
+    row_blocks = cdiv(batch, block_r)
     ids = torch.empty(batch, dtype=torch.int64, device=probs.device)
     tickets, best, part = split_scratch(
         "triton-exact", probs.device, row_blocks, splits * batch, (torch.float32, torch.int64)
@@ -305,7 +305,7 @@ def race_exact(probs: torch.Tensor, seed) -> torch.Tensor:
         probs, ids, best, part, tickets, seed, batch, vocab, probs.stride(0), chunks,
         per_split, splits, BLOCK_R=block_r, Q=q, SPLIT=splits > 1, STAGES=GPU_STAGES,
         UNROLL=GPU_UNROLL, LATE_NOISE=GPU_LATE_NOISE,
-        NCP=triton.next_power_of_2(per_split) if GPU_LATE_NOISE else 1,
+        NCP=next_power_of_2(per_split) if GPU_LATE_NOISE else 1,
         num_warps=warps)
     return ids
 
@@ -315,7 +315,7 @@ def race_bits(batch: int, vocab: int, seed: int, device):
     [B, V], and per chunk (word, refinement), shape [B, chunks, 2]. With ``chunk_width`` the
     float64 reference rebuilds the two-level race from them."""
     q = quarter_width(vocab)
-    chunks = triton.cdiv(vocab, 4 * q)
+    chunks = cdiv(vocab, 4 * q)
     main = torch.empty((batch, vocab), dtype=torch.int64, device=device)
     refine = torch.empty_like(main)
     chunk = torch.empty((batch, chunks, 2), dtype=torch.int64, device=device)

@@ -20,6 +20,7 @@ import triton.language as tl
 
 from kernels.logprobs.torch_logprobs import kept_entries
 from kernels.sample.triton_race import REFINE_BELOW, exponential, fold
+from kernels.split_scratch import next_power_of_2
 from kernels.triton_seeds import philox_key
 
 
@@ -70,7 +71,7 @@ def sorted_race(logits, temperature, top_k, top_p, seed) -> torch.Tensor:
     _, keep = kept_entries(x, safe_t, top_k, top_p)
     cutoff = torch.where(keep, x, float("inf")).amin(dim=1, keepdim=True)
     noise = torch.empty((batch, vocab), dtype=torch.float32, device=x.device)
-    _noise_rows[(batch,)](noise, seed, vocab, BLOCK=triton.next_power_of_2(vocab))
+    _noise_rows[(batch,)](noise, seed, vocab, BLOCK=next_power_of_2(vocab))
     kept = (x >= cutoff) & (x > float("-inf"))
     scores = torch.where(kept, torch.where(kept, x, 0.0) / safe_t[:, None] - noise,
                          float("-inf"))
