@@ -172,15 +172,13 @@ def sorted_top_p(ranked, k, t, top_p, row_mass):
 
 
 @triton.jit
-def race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, t, top_p, row_mass, greedy,
-                    seed, V, N: tl.constexpr, BY_RANK: tl.constexpr):
-    """(winning column, reached) of each row's first N candidates (N >= count; scratch rows
-    ``slots``): the threshold by rank (BY_RANK: an N x N comparison) or by bisection, then
-    the race over the kept ones."""
+def candidate_threshold(vals_ptr, slots, ok, count, n, t, top_p, row_mass,
+                        N: tl.constexpr, BY_RANK: tl.constexpr):
+    """(c [R], reached [R]) of each row's first N candidates (N >= count; scratch rows
+    ``slots``): top-k then top-p by rank (BY_RANK: an N x N comparison) or by bisection."""
     c = tl.arange(0, N)[None, :]
-    have = c < count[:, None]
-    vals = tl.load(vals_ptr + slots[:, None] * CMAX + c, mask=have, other=float("-inf"))
-    cols = tl.load(cols_ptr + slots[:, None] * CMAX + c, mask=have, other=0)
+    vals = tl.load(vals_ptr + slots[:, None] * CMAX + c, mask=c < count[:, None],
+                   other=float("-inf"))
     if BY_RANK:                                # ranked copy in the scratch's second half
         ranked = sorted_by_rank(vals, vals_ptr + slots[:, None] * CMAX + CMAX // 2, ok)
         cutoff, reached = sorted_top_p(ranked, n, t, top_p, row_mass)
@@ -188,10 +186,37 @@ def race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, t, top_p, row
         keys = ordered(vals)
         cutoff, reached = top_p_threshold(vals, keys, nth_largest(keys, n, 0), t, top_p,
                                           row_mass)
-    s = scores(vals, cutoff[:, None], t[:, None], seed, rows[:, None], cols.to(tl.int64), V)
-    top = tl.max(vals, axis=1)                 # greedy: the lowest column holding the max
-    first = tl.min(tl.where(have & (vals == top[:, None]), cols, V), axis=1)
-    return tl.where(greedy, first, first_max_index(s, cols)), reached
+    return cutoff, reached
+
+
+@triton.jit
+def race_candidates(vals_ptr, cols_ptr, slots, rows, count, cutoff, t, greedy, seed, V,
+                    TILE: tl.constexpr):
+    """The winning column of each row's candidates >= ``cutoff``, read TILE at a time (one
+    compiled race for every candidate count): the first maximal score in candidate order,
+    which is ascending by column; a greedy row's lowest column holding its largest
+    candidate."""
+    best = tl.full(count.shape, float("-inf"), tl.float32)
+    won = tl.zeros(count.shape, tl.int32)
+    top = tl.full(count.shape, float("-inf"), tl.float32)
+    first = tl.zeros(count.shape, tl.int32) + V
+    for start in range(0, tl.max(count), TILE):
+        c = start + tl.arange(0, TILE)[None, :]
+        have = c < count[:, None]
+        vals = tl.load(vals_ptr + slots[:, None] * CMAX + c, mask=have, other=float("-inf"))
+        cols = tl.load(cols_ptr + slots[:, None] * CMAX + c, mask=have, other=0)
+        s = scores(vals, cutoff[:, None], t[:, None], seed, rows[:, None], cols.to(tl.int64),
+                   V)
+        tile_best = tl.max(s, axis=1)          # strict: an earlier tile keeps its ties
+        take = (tile_best > best) | (start == 0)
+        won = tl.where(take, first_max_index(s, cols), won)
+        best = tl.where(take, tile_best, best)
+        tile_top = tl.max(vals, axis=1)
+        tile_first = tl.min(tl.where(have & (vals == tile_top[:, None]), cols, V), axis=1)
+        first = tl.where(tile_top > top, tile_first,
+                         tl.where(tile_top == top, tl.minimum(first, tile_first), first))
+        top = tl.maximum(top, tile_top)
+    return tl.where(greedy, first, won)
 
 
 @triton.jit
@@ -270,11 +295,13 @@ def _select_race(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr
 
     n = tl.where(alone, count, n)             # top-p alone: every candidate is kept by top-k
     if tl.max(count) <= SMALL:                 # the usual case: k + a few candidates
-        won, reached = race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, safe_t,
-                                       top_p, row_mass, greedy, seed, V, SMALL, True)
+        cutoff, reached = candidate_threshold(vals_ptr, slots, ok, count, n, safe_t, top_p,
+                                              row_mass, SMALL, True)
     else:
-        won, reached = race_candidates(vals_ptr, cols_ptr, slots, rows, ok, count, n, safe_t,
-                                       top_p, row_mass, greedy, seed, V, NMAX, False)
+        cutoff, reached = candidate_threshold(vals_ptr, slots, ok, count, n, safe_t, top_p,
+                                              row_mass, NMAX, False)
+    won = race_candidates(vals_ptr, cols_ptr, slots, rows, count, cutoff, safe_t, greedy, seed,
+                          V, SMALL)
     resolved = invalid | (active & (count <= CMAX) & (count > 0) & (reached | greedy))
     tl.store(ids_ptr + rows, tl.where(invalid, 0, won.to(tl.int64)), mask=resolved)
     tl.store(unresolved_ptr + rows, (~resolved).to(tl.int8), mask=ok)
