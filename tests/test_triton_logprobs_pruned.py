@@ -166,9 +166,11 @@ def test_blocks_counted_are_those_that_reach_the_keys(monkeypatch, top):
         assert torch.equal(ranks, logprobs_torch(mode="raw_logits", **inputs)[1])
         if limit > 0:
             want = counted_blocks(x[0].double().numpy(), ids[0].numpy(), block, groups)
-        else:                                         # every block, the ragged last one
-            blocks = -(-vocab // block)               # too, all groups
-            want = blocks * len(groups), blocks * sum(groups)
+        else:                                         # every whole block, all groups; the
+            whole = vocab // block                    # ragged last block pruned
+            last = counted_blocks(x[0].double().numpy(), ids[0].numpy(), block, groups,
+                                  whole * block)
+            want = whole * len(groups) + last[0], whole * sum(groups) + last[1]
         assert (len(calls), sum(calls)) == want
         pruned_calls = pruned_calls or sum(calls)
     if top:        # the sampled id is counted in most blocks, the top 20 in a few

@@ -23,10 +23,9 @@ G1 + 4 + 1, the smallest key alone. An element adds to a rank only if it is >= t
 a block whose max is below a group's smallest key skips the group, and the groups that need
 compares are a suffix of the order (the branches nest). Ids that are the row's largest (an
 engine's top-20 and its sampled token) skip all but the smallest key in almost every block.
-Random ids skip nothing and would pay the block max's tests for nothing: a program whose
-first block holds more than ``prune_limit`` entries at or above group 1's smallest key
-counts every group in every block (``every``, a runtime flag of the one loop). Either way
-is exact; the rule only picks the faster.
+Random ids skip nothing and would pay the block max for nothing: a program whose first block
+holds more than ``prune_limit`` entries at or above group 1's smallest key takes an unpruned
+loop. Either loop is exact; the rule only picks the faster.
 
 K is a runtime argument; the compiled kernel depends on K only through its bucket, G1 = the
 K - 5 largest keys' group rounded up to a power of two, at least 16 (W = G1 + 5 sorted
@@ -44,8 +43,7 @@ Launch settings are a ``Launch`` argument (``launch_for`` gives the defaults): o
 row a program, BLOCK 512, one warp (the block max a warp reduction, no barrier), the row
 split for 6 programs per SM, the loops pipelined by Triton over 4 blocks (measured on an
 H100 at 256x151936x21, `bench logprobs`: 0.073 ms with top ids, 72 % of the read floor;
-0.088 ms with random ids; counting every group at its best, 8 warps, BLOCK 1024: 0.109 ms,
-when that was a loop of its own); on a
+0.088 ms with random ids; the unpruned loop at its best, 8 warps, BLOCK 1024: 0.109 ms); on a
 CPU (the Triton interpreter, which pays per program and per loop trip) large blocks, many
 rows a program, no split.
 """
@@ -120,13 +118,13 @@ def needed(bm, least):
 
 
 @triton.jit
-def fold(x, ok, m, s, counts, keys, least, cutoff, t, logprobs, processed, every,
-         LANES: tl.constexpr, MASKED: tl.constexpr):
+def fold(x, ok, m, s, counts, keys, least, cutoff, t, logprobs, processed,
+         LANES: tl.constexpr, MASKED: tl.constexpr, PRUNED: tl.constexpr):
     """Fold a block x [R, 1, BLOCK] (-inf where not ok) into the per-lane max m and sum-exp
-    s and the counts of the three groups: all of them (``every``), or those whose smallest
-    key the block's max reaches, the last group (the smallest keys) first, each next one
-    only if the one after it was. ``logprobs``, ``processed`` and ``every``: runtime flags
-    (one uniform branch a block each, not a compiled kernel or loop per flag)."""
+    s and the counts of the three groups: all of them, or (PRUNED) those whose smallest key
+    the block's max reaches, the last group (the smallest keys) first, each next one only if
+    the one after it was. ``logprobs`` and ``processed``: runtime flags of the mode (one
+    uniform branch a block each, not a compiled kernel per mode)."""
     key = x.to(tl.float32)
     if processed:
         key = tl.where(key >= cutoff[:, None, None], key, float("-inf"))
@@ -137,17 +135,22 @@ def fold(x, ok, m, s, counts, keys, least, cutoff, t, logprobs, processed, every
         e = tl.exp2(tl.abs(z - m) * -LOG2E)          # 0 where z = -inf (m is finite)
         s = tl.where(z > m, s * e + 1.0, s + e)
         m = tl.maximum(m, z)
-    bm = tl.max(key, axis=2)                          # [R, 1]; -inf where masked
+    if PRUNED:
+        bm = tl.max(key, axis=2)                      # [R, 1]; -inf where masked
     if MASKED:
         key = tl.where(ok, key, float("nan"))        # never >= a key: not counted
     c1, c2, c3 = counts
     k1, k2, k3 = keys
     l1, l2, l3 = least
-    if every | needed(bm, l3):
+    if not PRUNED:
+        c1 = count_lanes(c1, key, k1, LANES)
+        c2 = count_lanes(c2, key, k2, LANES)
         c3 = count_lanes(c3, key, k3, LANES)
-        if every | needed(bm, l2):
+    elif needed(bm, l3):
+        c3 = count_lanes(c3, key, k3, LANES)
+        if needed(bm, l2):
             c2 = count_lanes(c2, key, k2, LANES)
-            if every | needed(bm, l1):
+            if needed(bm, l1):
                 c1 = count_lanes(c1, key, k1, LANES)
     return m, s, (c1, c2, c3)
 
@@ -222,16 +225,21 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
     if processed:                  # entries at or above group 1's smallest key
         first = tl.where(first >= cutoff[:, None, None], first, float("-inf"))
     prune = tl.sum(tl.where(first >= least[0][:, :, None], 1, 0)) <= prune_limit
-    every = ~prune
-    for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):   # pipelined by Triton
-        xb = tl.load(row_ptr + start + cols, mask=row_ok3)   # whole blocks, unmasked
-        m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, logprobs,
-                            processed, every, LANES, False)
+    if prune:                      # two loops, no branch per block, each pipelined by Triton
+        for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
+            xb = tl.load(row_ptr + start + cols, mask=row_ok3)   # whole blocks, unmasked
+            m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, logprobs,
+                                processed, LANES, False, True)
+    else:
+        for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
+            xb = tl.load(row_ptr + start + cols, mask=row_ok3)
+            m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, logprobs,
+                                processed, LANES, False, False)
     if full_end < hi:                             # the row's ragged last block
         ok3 = row_ok3 & (full_end + cols < hi)
         x = tl.load(row_ptr + full_end + cols, mask=ok3, other=float("-inf"))
         m, s, counts = fold(x, ok3, m, s, counts, keys, least, cutoff, t, logprobs,
-                            processed, every, LANES, True)
+                            processed, LANES, True, True)
 
     ms_ptr = (counts_ptr + splits * B * W).to(tl.pointer_type(tl.float32))   # after [S, B, W]
     if logprobs:
