@@ -7,6 +7,12 @@ The scratch is held per (kernel, device, stream), so only calls in stream order 
 Tickets are zeros, as every call leaves them (the merging program resets its ticket); the
 partials need no initial value. Call such a kernel once before capturing it in a CUDA
 graph, so that its scratch exists outside the graph's memory pool.
+
+A larger call grows the scratch by at least doubling it, and the buffers it replaces are
+kept for good (``_RETIRED``): a graph captured on them reads and writes them at every
+replay, so freeing them would hand their memory to other tensors while the graph still
+uses it (an engine captures a graph per batch size, in an order of its own). Doubling
+bounds what is kept to about twice the largest scratch of each (kernel, device, stream).
 """
 
 from __future__ import annotations
@@ -16,18 +22,26 @@ import functools
 import torch
 
 _HELD: dict = {}
+_RETIRED: list = []      # scratch replaced by a larger one: captured graphs may still use it
 
 
 def split_scratch(kernel: str, device: torch.device, tickets: int, partials: int,
                   dtypes: tuple[torch.dtype, ...]) -> tuple[torch.Tensor, ...]:
     """(tickets int32, one buffer per dtype): at least ``tickets`` tickets and ``partials``
-    elements per buffer, grown (never shrunk) on demand."""
+    elements per buffer, grown on demand to at least twice the held size, never shrunk;
+    the replaced buffers are kept (module docstring)."""
     stream = stream_handle(device)
     key = kernel, device, stream
     held = _HELD.get(key)
     if held is None or held[0].numel() < tickets or held[1].numel() < partials:
-        held = (torch.zeros(max(tickets, 1024), dtype=torch.int32, device=device),
-                *(torch.empty(max(partials, 1 << 16), dtype=dtype, device=device)
+        least_tickets, least_partials = 1024, 1 << 16
+        if held is not None:
+            _RETIRED.append(held)
+            least_tickets = 2 * held[0].numel() if held[0].numel() < tickets else held[0].numel()
+            least_partials = (2 * held[1].numel() if held[1].numel() < partials
+                              else held[1].numel())
+        held = (torch.zeros(max(tickets, least_tickets), dtype=torch.int32, device=device),
+                *(torch.empty(max(partials, least_partials), dtype=dtype, device=device)
                   for dtype in dtypes))
         _HELD[key] = held
     return held
