@@ -247,6 +247,31 @@ def nucleus_rows(vocab: int = 4000) -> dict:
                  [0, vocab, 0, 0, 0, vocab, 0, 0], [0.9, 0.99, 0.5, 0.95, 0.35, 0.0, 0.99, 0.6])
 
 
+def test_triton_race_in_tiles_draws_the_ids_of_one_tile(monkeypatch):
+    """The select's race reads its candidates a tile at a time (128 on a GPU; all at once
+    on a CPU, where a loop trip costs the interpreter): with 16-candidate tiles, rows of
+    many candidates, ties across tiles, greedy rows and top-p alone draw ``sorted_race``'s
+    ids, the ids of one tile."""
+    import functools
+
+    import kernels.sample_logits.triton_filtered_race as race
+    import kernels.sample_logits.triton_top_k_select as select
+    g = torch.Generator().manual_seed(13)
+    x = (torch.randn(6, 2000, generator=g) * 0.3).double()
+    x[1, ::50] = 4.0                          # 40 tied heads of a greedy row, in many tiles
+    x[2] = torch.randint(0, 4, (2000,), generator=g).double()
+    many = batch(x.numpy(), [1.0, 0.0, 1.3, 0.8, 0.7, 1.0], [200, 100, 0, 0, 120, 0],
+                 [1.0, 0.9, 0.5, 1.0, 0.95, 0.3])
+    for inputs in (many, nucleus_rows()):
+        one = race.sample_logits_triton(**inputs, seed=5)
+        monkeypatch.setattr(select, "select_race", functools.partial(select.select_race,
+                                                                     race_tile=16))
+        tiled = race.sample_logits_triton(**inputs, seed=5)
+        monkeypatch.undo()
+        assert torch.equal(tiled, one), (tiled != one).nonzero()[:, 0].tolist()
+        assert torch.equal(one, sorted_race(**inputs, seed=5))
+
+
 def test_triton_top_p_alone_on_the_candidates_the_fallback_and_a_sort_agree(monkeypatch):
     """Top-p alone, three ways, the same ids row by row: the candidates of the NUCLEUS_GROUPS
     largest group maxima with the row's mass from the group masses (when they reach top_p),

@@ -236,11 +236,12 @@ def whole_row_mass(masses_ptrs, maxima, alone, t):
 def _select_race(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr, topp_ptr,
                  groups_ptr, vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0, B, V, G,
                  stride, kmax, nucleus_groups, BLOCK_R: tl.constexpr, GP: tl.constexpr,
-                 S: tl.constexpr, GB: tl.constexpr, SMALL: tl.constexpr, NMAX: tl.constexpr):
+                 S: tl.constexpr, GB: tl.constexpr, SMALL: tl.constexpr, NMAX: tl.constexpr,
+                 RACE: tl.constexpr):
     """Programs: BLOCK_R rows each, from batch row ``row0`` on (module docstring); scratch
-    row r - row0 for batch row r. An invalid row (a group flagged ``bad``: a NaN or +inf;
-    or no finite entry) gets the sentinel id 0 here. Memory traffic: the module's, and the
-    group flags (1 B a group)."""
+    row r - row0 for batch row r; the race reads RACE candidates at a time. An invalid row
+    (a group flagged ``bad``: a NaN or +inf; or no finite entry) gets the sentinel id 0
+    here. Memory traffic: the module's, and the group flags (1 B a group)."""
     slots = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     rows = row0 + slots
     ok = rows < B
@@ -301,25 +302,28 @@ def _select_race(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr
         cutoff, reached = candidate_threshold(vals_ptr, slots, ok, count, n, safe_t, top_p,
                                               row_mass, NMAX, False)
     won = race_candidates(vals_ptr, cols_ptr, slots, rows, count, cutoff, safe_t, greedy, seed,
-                          V, SMALL)
+                          V, RACE)
     resolved = invalid | (active & (count <= CMAX) & (count > 0) & (reached | greedy))
     tl.store(ids_ptr + rows, tl.where(invalid, 0, won.to(tl.int64)), mask=resolved)
     tl.store(unresolved_ptr + rows, (~resolved).to(tl.int8), mask=ok)
 
 
 def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, kmax, seed,
-                block_r, warps, ids, unresolved) -> None:
+                block_r, warps, ids, unresolved, race_tile: int | None = None) -> None:
     """Write the ids of the greedy, top-k and top-p-alone rows into ``ids`` (int64 [B]), id
     0 at invalid rows (``bad`` groups, or no finite entry), and flag the rest in
     ``unresolved`` (int8 [B]: no filter, k > ``kmax``, wide top-p sets, more than CMAX
     candidates), whose ids are left unwritten. A launch takes at most as many rows as
     SCRATCH_BYTES of scratch hold (a check's batch of 2^28 entries in rows of 100 would
     need 24 GiB), the launches in turn on one scratch, held per (device, stream) between
-    calls; the noise is keyed by the batch row either way."""
+    calls; the noise is keyed by the batch row either way. ``race_tile``: the candidates the
+    race reads at a time (None: SMALL on a GPU, one compiled race for every count; NMAX on a
+    CPU, one loop trip, as the interpreter pays per trip)."""
     batch, vocab = logits.shape
     count = cdiv(vocab, width)
     device = logits.device
     small, gp, gb, nmax = tiers(vocab, count, width, device, block_r)
+    race_tile = race_tile or (small if device.type == "cuda" else nmax)
     per_launch = scratch_rows(block_r, batch)
     _, vals, cols, groups = split_scratch("triton-sample-logits", device, 0,
                                           per_launch * CMAX.value,
@@ -329,7 +333,7 @@ def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, k
             logits, maxima, masses, bad, temperature, top_k, top_p, groups, vals, cols, ids,
             unresolved, seed, row0, batch, vocab, count, logits.stride(0), kmax,
             NUCLEUS_GROUPS, BLOCK_R=block_r, GP=gp, S=width, GB=gb, SMALL=small, NMAX=nmax,
-            num_warps=warps)
+            RACE=race_tile, num_warps=warps)
 
 
 def tiers(vocab: int, groups: int, width: int, device: torch.device, block_r: int
