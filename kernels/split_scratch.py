@@ -34,17 +34,19 @@ def split_scratch(kernel: str, device: torch.device, tickets: int, partials: int
     key = kernel, device, stream
     held = _HELD.get(key)
     if held is None or held[0].numel() < tickets or held[1].numel() < partials:
-        least_tickets, least_partials = 1024, 1 << 16
+        sizes = (1024, 1 << 16) if held is None else (held[0].numel(), held[1].numel())
         if held is not None:
             _RETIRED.append(held)
-            least_tickets = 2 * held[0].numel() if held[0].numel() < tickets else held[0].numel()
-            least_partials = (2 * held[1].numel() if held[1].numel() < partials
-                              else held[1].numel())
-        held = (torch.zeros(max(tickets, least_tickets), dtype=torch.int32, device=device),
-                *(torch.empty(max(partials, least_partials), dtype=dtype, device=device)
+        held = (torch.zeros(grown(sizes[0], tickets), dtype=torch.int32, device=device),
+                *(torch.empty(grown(sizes[1], partials), dtype=dtype, device=device)
                   for dtype in dtypes))
         _HELD[key] = held
     return held
+
+
+def grown(size: int, need: int) -> int:
+    """A held buffer's next size: ``size`` while it holds ``need``, else at least twice it."""
+    return size if size >= need else max(need, 2 * size)
 
 
 def stream_handle(device: torch.device) -> int:
