@@ -4,7 +4,8 @@ Triton compiles a kernel once per specialisation: its constexpr values, its tens
 and its integer arguments' classes (== 1, divisible by 16, other). A check whose generated
 batches bring many classes pays a compile (seconds) for each. ``install`` wraps
 ``JITFunction._do_compile`` to append one JSON line per compile (kernel, seconds, the pytest
-test that paid it, the specialisation) to ``$COMPILE_LOG``; ``main`` tallies a log.
+test that paid it, the specialisation, and the compile as harness.precompile lists it: the
+``variant`` and its cache ``key``) to ``$COMPILE_LOG``; ``main`` tallies a log.
 
 Usage, on a GPU (the hook is loaded by the ``sitecustomize`` beside it, in every process of
 the run, xdist workers included):
@@ -29,6 +30,7 @@ def install(log_path: str) -> None:
         from triton.runtime.jit import JITFunction
     except ImportError:
         return
+    from harness.precompile import describe
     compile_once = JITFunction._do_compile
 
     def timed(self, key, signature, device, constexprs, *rest):
@@ -38,7 +40,11 @@ def install(log_path: str) -> None:
                 "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" (")[0],
                 "signature": {k: str(v) for k, v in signature.items()},
                 "constexprs": {str(k): str(v) for k, v in constexprs.items()},
-                "attrs": str(rest[1:2]), "warps": getattr(rest[0], "num_warps", None)}
+                "attrs": str(rest[1:2]), "warps": getattr(rest[0], "num_warps", None),
+                "variant": describe(self, signature, constexprs, rest[0], rest[1]),
+                "key": getattr(kernel, "hash", None),
+                "options": repr(rest[0]), "fn_key": self.cache_key,
+                "env": os.environ.get("SAMPLING_HARNESS_CENSUS_ENV") and dict(os.environ)}
         with open(log_path, "a") as log:
             log.write(json.dumps(line) + "\n")
         return kernel

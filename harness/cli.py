@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 import suites
-from harness import distributed, xdist_gpus
+from harness import distributed, precompile, xdist_gpus
 from harness.arguments import positive
 from harness.budgets import BUDGET_NAMES, get_budget
 from harness.errors import HarnessError
@@ -57,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="W pytest-xdist workers share each GPU (Triton's compilation and "
                             "the host's work run in parallel; default for check all on a GPU: "
                             "half the CPU cores, at most 8); see docs/scale-out.md")
+    check.add_argument("--no-precompile", dest="precompile", action="store_false",
+                       help="on a GPU, do not compile the run's listed Triton variants ahead "
+                            "in parallel (harness/precompile.py)")
     sub.add_parser("list", help="families, kernels and mutants")
     bench = sub.add_parser("bench", help="time kernels of a family (GPU)")
     bench.add_argument("family", choices=tuple(FAMILIES))
@@ -140,8 +143,16 @@ def run_check(args) -> int:
         pytest_args += ["-k", args.select]
 
     import pytest
-    with _sigterm_stops_the_run():
-        code = pytest.main(pytest_args)
+    ahead = precompile_ahead(args, device, families, report_dir) \
+        if shard.world == 1 and not args.sanitize else None
+    try:
+        with _sigterm_stops_the_run():
+            code = pytest.main(pytest_args)
+    finally:
+        if ahead is not None:
+            summary = precompile.stop(*ahead)
+            if summary:
+                print(summary)
     if shard.world == 1:
         return _conclude(code, report_dir, args.select)
     try:    # rank 0 reads the report and decides; every rank exits the same way
@@ -152,6 +163,20 @@ def run_check(args) -> int:
     if error is not None:
         raise HarnessError(error)
     return code
+
+
+def precompile_ahead(args, device, families: list[str], report_dir: Path):
+    """(process, log) of the precompiler started beside a GPU run (harness/precompile.py),
+    or None: a CPU run, ``--no-precompile``, or nothing listed for this run."""
+    if device.type != "cuda" or not args.precompile:
+        return None
+    import torch
+
+    major, minor = torch.cuda.get_device_capability(device)
+    log = report_dir / "precompile.log"
+    process = precompile.start(args.budget, [FAMILIES[f].suite for f in families],
+                               args.kernel or None, 10 * major + minor, log)
+    return None if process is None else (process, log)
 
 
 @contextlib.contextmanager

@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import distributed, durations, schedule, xdist_gpus
+from harness import distributed, durations, precompile, schedule, xdist_gpus
 from harness.budgets import BUDGET_NAMES, MAX_CALL_ELEMENTS
 from harness.errors import HarnessError, KernelFailure
 from harness.families import FAMILIES
@@ -129,6 +129,8 @@ def activate(config) -> HarnessSession:
                             "(started first by xdist workers)")
     state = config.stash[SESSION] = HarnessSession(config)
     config.pluginmanager.register(state, "sampling-harness-session")
+    if getattr(getattr(state, "device", None), "type", None) == "cuda":
+        precompile.settle_cache_keys()       # one Triton cache key per variant in every process
     if state.controller and xdist_gpus.workers(config) > 1:   # total, order
         config.pluginmanager.register(xdist_gpus.Controller(state), "sampling-harness-xdist")
     if xdist_gpus.is_worker(config):
