@@ -43,8 +43,7 @@ def install(log_path: str) -> None:
                 "attrs": str(rest[1:2]), "warps": getattr(rest[0], "num_warps", None),
                 "variant": describe(self, signature, constexprs, rest[0], rest[1]),
                 "key": getattr(kernel, "hash", None),
-                "options": repr(rest[0]), "fn_key": self.cache_key,
-                "env": os.environ.get("SAMPLING_HARNESS_CENSUS_ENV") and dict(os.environ)}
+                "options": repr(rest[0]), "fn_key": self.cache_key}
         with open(log_path, "a") as log:
             log.write(json.dumps(line) + "\n")
         return kernel

@@ -193,9 +193,10 @@ def start(budget: str, suites: list[str], kernels: list[str] | None, capability:
     """Launch the precompiler beside a run (module doc); None when nothing is listed."""
     if not chosen(load(), budget, suites, kernels):
         return None
-    command = [sys.executable, "-m", "harness.precompile", "--budget", budget,
+    command = [sys.executable, "-c", "import sys; from harness.precompile import main; "
+               "sys.exit(main(sys.argv[1:]))", "--budget", budget,
                "--capability", str(capability), "--processes",
-               str(processes or max(1, (os.cpu_count() or 2) // 2)), "--suites", *suites]
+               str(processes or os.cpu_count() or 1), "--suites", *suites]
     if kernels is not None:
         command += ["--kernels", *kernels]
     from harness.xdist_gpus import COMPILE_LOCK
@@ -253,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         "compile a GPU run's listed Triton variants ahead (harness/precompile.py)"))
     parser.add_argument("--budget")
     parser.add_argument("--capability", type=int, default=90)
-    parser.add_argument("--processes", type=int, default=max(1, (os.cpu_count() or 2) // 2))
+    parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--suites", nargs="*", default=None)
     parser.add_argument("--kernels", nargs="*", default=None)
     parser.add_argument("--record", nargs="*", metavar="BUDGET=LOG",
