@@ -157,3 +157,16 @@ def test_settled_keys_do_not_depend_on_the_order_kernels_are_used():
                            text=True, check=True).stdout.split()
             for order in (names, names[::-1])]
     assert runs[0] == runs[1] and int(runs[0][0]) >= 2
+
+
+def test_record_puts_the_long_compiling_checks_first(tmp_path):
+    """The variants of the check that spent the most compile seconds lead the list (the
+    run's long pole gets its variants first)."""
+    def line(key, suite, seconds):
+        return json.dumps({"test": TEST.format(suite=suite, kernel="k"), "key": key,
+                           "seconds": seconds, "variant": {"kernel": f"m:{key}"}})
+    log = tmp_path / "q.jsonl"
+    log.write_text("\n".join([line("short", "sample", 1.0), line("long1", "logprobs", 9.0),
+                              line("long2", "logprobs", 9.0)]) + "\n")
+    keys = [e["key"] for e in precompile.record({"quick": str(log)})["variants"]]
+    assert keys == ["long1", "long2", "short"]
