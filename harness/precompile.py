@@ -231,15 +231,14 @@ def stop(process: subprocess.Popen | None, log: Path) -> str | None:
 
 
 def run(entries: list[dict], capability: int, processes: int) -> dict[str, int]:
-    """Compile ``entries`` on ``processes`` processes; the count of each outcome. The
-    kernels' modules are imported once, before the pool forks (no CUDA is touched)."""
-    for module in {e["kernel"].partition(":")[0] for e in entries}:
-        try:
-            importlib.import_module(module)
-        except Exception:           # its entries fail one by one, each with its reason
-            pass
+    """Compile ``entries`` on ``processes`` processes (at most one per entry); the count of
+    each outcome. The pool forks from a process that imported the kernels and settled their
+    keys (``main``), and touches no CUDA."""
     outcomes: dict[str, int] = {}
-    with ProcessPoolExecutor(max_workers=processes, mp_context=get_context("fork")) as pool:
+    if not entries:
+        return outcomes
+    with ProcessPoolExecutor(max_workers=min(processes, len(entries)),
+                             mp_context=get_context("fork")) as pool:
         for entry, outcome in zip(entries, pool.map(compile_entry, entries,
                                                     [capability] * len(entries)), strict=True):
             kind = outcome.split(":")[0]

@@ -170,3 +170,13 @@ def test_record_puts_the_long_compiling_checks_first(tmp_path):
                               line("long2", "logprobs", 9.0)]) + "\n")
     keys = [e["key"] for e in precompile.record({"quick": str(log)})["variants"]]
     assert keys == ["long1", "long2", "short"]
+
+
+def test_run_counts_each_outcome_and_goes_on_past_a_failure(capsys):
+    """An entry whose kernel is gone fails alone, with its reason printed; the pool still
+    answers for every entry (none listed: no pool at all)."""
+    gone = {"kernel": "kernels.no_such_module:_k", "signature": {}, "constexprs": [],
+            "attrs": [], "options": {}, "key": "0"}
+    assert precompile.run([], 90, 4) == {}
+    assert precompile.run([gone, dict(gone)], 90, 4) == {"failed": 2}
+    assert capsys.readouterr().out.count("kernels.no_such_module:_k: failed: ") == 2
