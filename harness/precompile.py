@@ -82,52 +82,51 @@ def describe(fn, signature, constexprs, options, attrs) -> dict | None:
     changed = {k: v for k, v in options.__dict__.items()
                if k in fields and isinstance(v, SCALARS) and v != fields[k].default
                and k != "arch" and k != "enable_fp_fusion" and "imprecise" not in k}
-    entry = {"kernel": f"{fn.fn.__module__}:{fn.fn.__qualname__}",
-             "signature": dict(signature),
-             "constexprs": [[list(path), value] for path, value in constexprs.items()],
-             "attrs": [[list(path), value] for path, value in attrs.items()],
-             "options": changed}
-    return entry
+    return {"kernel": f"{fn.fn.__module__}:{fn.fn.__qualname__}",
+            "signature": dict(signature),
+            "constexprs": [[list(path), value] for path, value in constexprs.items()],
+            "attrs": [[list(path), value] for path, value in attrs.items()],
+            "options": changed}
 
 
-def source_of(entry: dict):
-    """(the kernel's ASTSource, its option kwargs) from an entry, with today's source."""
-    from triton.compiler import ASTSource
-
-    module, _, name = entry["kernel"].partition(":")
-    fn = getattr(importlib.import_module(module), name)
-    constexprs = {tuple(path): value for path, value in entry["constexprs"]}
-    attrs = {tuple(path): value for path, value in entry["attrs"]}
-    return ASTSource(fn, dict(entry["signature"]), constexprs, attrs), dict(entry["options"])
-
-
-def cache_key(entry: dict, capability: int) -> str:
-    """Triton's cache key of an entry compiled for ``capability`` (e.g. 90) with today's
-    kernel source: the key ``triton.compile`` files it under."""
+def compile_inputs(entry: dict, capability: int):
+    """(ASTSource, target, options, cache key) of an entry with today's kernel source, for
+    ``capability`` (e.g. 90): what the JIT hands ``triton.compile`` (its options parsed
+    from the launch's keywords), and the key ``triton.compile`` files the result under."""
     from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
     from triton.compiler.compiler import make_backend
     from triton.runtime.cache import get_cache_key
     from triton.runtime.jit import get_cache_invalidating_env_vars
 
-    src, options = source_of(entry)
-    backend = make_backend(GPUTarget("cuda", capability, 32))
-    parsed = backend.parse_options(dict(backend.parse_options(options).__dict__,
-                                        **src.parse_options()))
+    module, _, name = entry["kernel"].partition(":")
+    fn = getattr(importlib.import_module(module), name)
+    src = ASTSource(fn, dict(entry["signature"]),
+                    {tuple(path): value for path, value in entry["constexprs"]},
+                    {tuple(path): value for path, value in entry["attrs"]})
+    target = GPUTarget("cuda", capability, 32)
+    backend = make_backend(target)
+    options = backend.parse_options(dict(entry["options"])).__dict__
+    parsed = backend.parse_options(dict(options, **src.parse_options()))   # as compile does
     key = get_cache_key(src, backend, parsed, get_cache_invalidating_env_vars())
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+    return src, target, options, hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def cache_key(entry: dict, capability: int) -> str:
+    """Triton's cache key of an entry compiled for ``capability`` with today's source."""
+    return compile_inputs(entry, capability)[3]
 
 
 def compile_entry(entry: dict, capability: int) -> str:
     """Compile one entry into Triton's cache: "compiled" (or found there), "stale" (its
     key today differs from the recorded one), or "failed: ..." (one line)."""
     try:
-        if cache_key(entry, capability) != entry["key"]:
+        src, target, options, key = compile_inputs(entry, capability)
+        if key != entry["key"]:
             return "stale"
         import triton
-        from triton.backends.compiler import GPUTarget
 
-        src, options = source_of(entry)
-        triton.compile(src, target=GPUTarget("cuda", capability, 32), options=options)
+        triton.compile(src, target=target, options=options)
         return "compiled"
     except Exception as exc:          # a listed variant that no longer compiles: skip it
         return f"failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -189,14 +188,14 @@ def load(path: Path | None = None) -> list[dict]:
 
 
 def start(budget: str, suites: list[str], kernels: list[str] | None, capability: int,
-          log: Path, processes: int | None = None) -> subprocess.Popen | None:
+          log: Path) -> subprocess.Popen | None:
     """Launch the precompiler beside a run (module doc); None when nothing is listed."""
     if not chosen(load(), budget, suites, kernels):
         return None
     command = [sys.executable, "-c", "import sys; from harness.precompile import main; "
                "sys.exit(main(sys.argv[1:]))", "--budget", budget,
                "--capability", str(capability), "--processes",
-               str(processes or os.cpu_count() or 1), "--suites", *suites]
+               str(os.cpu_count() or 1), "--suites", *suites]
     if kernels is not None:
         command += ["--kernels", *kernels]
     from harness.xdist_gpus import COMPILE_LOCK
