@@ -108,7 +108,7 @@ def top_k_sorted_rows(logits, temperature, top_k, top_p, seed):
 def _one_generator(seed, layout, device: torch.device):
     """torch-rejection's draws from one generator for the batch (per-request seeds: the
     first seeded request's): the uniforms of every draft row in flat order, then the noise of
-    every request's residual row after them."""
+    every rejecting request's residual row after them."""
     seeds = request_seeds(seed, layout.counts.numel(), device)
     if seeds is not None:
         seeded = [g for g in row_generators(seeds) if g is not None]
@@ -117,8 +117,8 @@ def _one_generator(seed, layout, device: torch.device):
         generator = seeded_generator(device, seed)
     total = int(layout.counts.sum())
     uniform = torch.rand(total, dtype=torch.float64, device=device, generator=generator)
-    return uniform, lambda shape: torch.empty(shape, dtype=torch.float64, device=device
-                                              ).exponential_(generator=generator)
+    return uniform, lambda requests, weights: torch.empty_like(
+        weights, dtype=torch.float64).exponential_(generator=generator)
 
 
 @per_request_seeds

@@ -7,8 +7,9 @@ draft rows t = s_b + i, i < n_b (s_b the exclusive cumulative sum of the draft c
 * Draws, from one counter-based stream per request (kernels/counter_uniforms.py: keyed by
   (seed, b) for an int seed, by its own seed s_b per request, fresh for an unseeded one), so
   a request's draws never depend on its batch-mates: u_{b,i} in (0, 1) in float64 (53 bits)
-  for each of its positions i < n_b, and, only when some probabilistic request rejects,
-  e_{b,v} = -log u'_{b,v} ~ Exp(1) in float64 for each token v.
+  for each of its positions i < n_b, and, only for a probabilistic request that rejects,
+  e_{b,v} = -log u'_{b,v} ~ Exp(1) in float64 for each token v of positive residual weight
+  (the only tokens that race: the draws are the same whoever else is in the batch).
 * Acceptance: a probabilistic request accepts d_t iff u_t q_t(d_t) < p_t(d_t) in float64
   (q = 1 without draft probs); a greedy one iff d_t = argmax p_t (the first maximum).
 * First rejection: A_b = the number of leading accepted positions (a cumulative product of
@@ -23,9 +24,10 @@ Each step is a small function; ``Pieces`` names them so that a variant (the muta
 kernels/mutants/rejection_mutants.py) can swap one piece and keep the rest.
 
 Memory traffic: two gathered probabilities per draft row; a greedy batch reads the target
-rows once for their argmax; one residual row pair (p, q) per request gathered and raced
-against B x V float64 noise (written and read back, made from about 8 passes of int64
-temporaries of B x V): about 12 passes over B x V in 8-byte words.
+rows once for their argmax; one residual row pair (p, q) per rejecting probabilistic
+request (R of the B) gathered and raced: about 6 passes over R x V in 8-byte words, and the
+noise at the M tokens of positive residual (about 10 passes of int64 temporaries of M, M
+about half of R x V on typical laws).
 """
 
 from __future__ import annotations
@@ -51,28 +53,33 @@ class Layout(NamedTuple):
 
 
 class Draws(NamedTuple):
-    """The random numbers a request may use when it stops at position A."""
+    """The random numbers of the R requests that race their residual (rejected at A < n)."""
 
-    uniform: torch.Tensor  # float64 [B]: u at row s_b + A (0 where A = n_b)
-    noise: torch.Tensor    # float64 [B, V]: Exp(1) noise of request b's residual race
+    uniform: torch.Tensor  # float64 [R]: u at row s_b + A, the uniform that rejected
+    noise: torch.Tensor    # float64 [R, V]: Exp(1) noise of the residual race (1 where the
+    #                        residual is 0: those tokens never race)
 
 
 NOISE_INDEX = 2**20    # stream draws of the residual noise: NOISE_INDEX + v (positions < 2^20)
 
 
 def counter_draws(seed, layout: Layout, device: torch.device):
-    """(u float64 [T], noise(shape) -> float64 [B, V]): request b's uniform at position i is
-    draw i of its stream, its residual noise for token v is -log of draw NOISE_INDEX + v
-    (kernels/counter_uniforms.py: a stream per request, keyed by (seed, b) or its own seed)."""
+    """(u float64 [T], noise(requests, weights) -> float64 [R, V]): request b's uniform at
+    position i is draw i of its stream, its residual noise for token v is -log of draw
+    NOISE_INDEX + v (kernels/counter_uniforms.py: a stream per request, keyed by (seed, b) or
+    its own seed); ``noise`` draws it for the R ``requests`` at the tokens of positive
+    ``weights`` only, and holds 1 (never raced) at the others."""
     batch = layout.counts.numel()
     keys = request_keys(seed, batch, device)
     owner = torch.repeat_interleave(torch.arange(batch, device=device), layout.counts)
     position = torch.arange(owner.numel(), device=device) - layout.starts[owner]
     uniform = uniforms(keys[owner], position)
 
-    def noise(shape) -> torch.Tensor:
-        tokens = torch.arange(shape[1], dtype=torch.int64, device=device)
-        return -torch.log(uniforms(keys[:, None], NOISE_INDEX + tokens[None, :]))
+    def noise(requests: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        rows, tokens = (weights > 0).nonzero(as_tuple=True)
+        drawn = torch.ones_like(weights)
+        drawn[rows, tokens] = -torch.log(uniforms(keys[requests[rows]], NOISE_INDEX + tokens))
+        return drawn
 
     return uniform, noise
 
@@ -137,7 +144,7 @@ def race(weights: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
 
 
 def recovered_tokens(weights: torch.Tensor, draws: Draws) -> torch.Tensor:
-    """int64 [B]: the residual race of each request with its own noise row."""
+    """int64 [R]: the residual race of each request with its own noise row."""
     return race(weights, draws.noise)
 
 
@@ -158,7 +165,7 @@ class Pieces:
     """The swappable steps of the sampler (the defaults make ``rejection_torch``)."""
 
     layout: Callable = draft_layout
-    draws: Callable = counter_draws   # (seed, layout, device) -> (u [T], noise(shape))
+    draws: Callable = counter_draws   # (seed, layout, device) -> (u [T], noise(requests, w))
     accept: Callable = acceptance
     greedy: Callable = greedy_choice
     first_rejection: Callable = first_rejection
@@ -192,12 +199,13 @@ def rejection_sample(draft_token_ids, num_draft_tokens, draft_probs, target_prob
     rejected = stop < layout.counts
     at = layout.rows.gather(1, stop.clamp(max=layout.rows.shape[1] - 1)[:, None]).squeeze(1)
     emitted = bonus.clone()
-    if bool((rejected & ~greedy).any()):
-        weights = pieces.residual(target_probs[at], None if draft_probs is None
-                                  else draft_probs[at], drafts[at])
-        noise = noise_of(weights.shape)
-        draws = Draws(torch.where(rejected, uniform[at], 0.0), noise)
-        emitted = torch.where(rejected & ~greedy, pieces.recover(weights, draws), emitted)
+    racing = (rejected & ~greedy).nonzero().squeeze(1)   # the R requests that recover a token
+    if racing.numel():
+        rows = at[racing]
+        weights = pieces.residual(target_probs[rows], None if draft_probs is None
+                                  else draft_probs[rows], drafts[rows])
+        draws = Draws(uniform[rows], noise_of(racing, weights))
+        emitted[racing] = pieces.recover(weights, draws)
     if best is not None:
         emitted = torch.where(rejected & greedy, best[at], emitted)
     return pieces.assemble(drafts, layout, stop, emitted)
