@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from harness.families.rejection import validate_output
+from kernels.counter_uniforms import request_keys, uniforms
 from kernels.mutants import rejection_mutants as mutants
-from kernels.rejection.torch_rejection import rejection_torch
+from kernels.rejection.torch_rejection import NOISE_INDEX, rejection_torch
 from reference.rejection import greedy_output
 
 
@@ -143,6 +144,27 @@ def test_inputs_untouched_and_draft_probs_none():
     out = rejection_torch(**inputs, seed=3)
     validate_output(out, inputs)
     assert all(torch.equal(kept[k], inputs[k]) for k in kept)
+
+
+def test_recovered_token_is_the_race_of_its_own_stream_over_the_whole_vocabulary():
+    """The noise drawn only where a request races (it rejects, at positive residual) gives
+    the token of the race over every token, noise -log u(key_b, NOISE_INDEX + v)."""
+    for seed in range(6):
+        inputs = random_batch(seed, counts=(3, 2, 4, 1, 2), vocab=11)
+        inputs["greedy"][:] = False
+        out = clean(inputs, seed)
+        stop = (out >= 0).sum(1) - 1
+        counts = torch.tensor(inputs["num_draft_tokens"])
+        starts = torch.cumsum(counts, 0) - counts
+        keys = request_keys(seed, counts.numel(), torch.device("cpu"))
+        tokens = torch.arange(11)
+        for b in torch.nonzero(stop < counts).flatten().tolist():
+            row = int(starts[b] + stop[b])
+            p = inputs["target_probs"][row].double()
+            q = inputs["draft_probs"][row].double()
+            noise = -torch.log(uniforms(keys[b], NOISE_INDEX + tokens))
+            scores = torch.where(p > q, (p - q).clamp_min(0) / noise, -1.0)
+            assert int(out[b, stop[b]]) == int(scores.argmax())
 
 
 # --- each mutant differs from the clean kernel where it should ----------------------------
