@@ -142,9 +142,9 @@ def test_a_check_whose_harness_work_runs_out_of_a_shared_gpu_is_run_again(monkey
     verdict), says so, and gives up after CHECK_OOM_WAITS; on a GPU of its own, at once."""
     from types import SimpleNamespace
 
-    import harness.plugin as plugin
+    import harness.check_context as check_context
     from harness.verdict import Outcome
-    monkeypatch.setattr(plugin, "CHECK_OOM_WAITS", (0.0, 0.0))
+    monkeypatch.setattr(check_context, "CHECK_OOM_WAITS", (0.0, 0.0))
 
     def failing(failures: int, attempts: list):
         def check_fn(ctx):
@@ -158,9 +158,9 @@ def test_a_check_whose_harness_work_runs_out_of_a_shared_gpu_is_run_again(monkey
         attempts: list = []
         ctx = SimpleNamespace(runner=SimpleNamespace(shared_gpu=shared), check_retries=0)
         if failures < runs:
-            assert plugin.CheckContext._attempts(ctx, failing(failures, attempts)).passed
+            assert check_context.CheckContext._attempts(ctx, failing(failures, attempts)).passed
             assert ctx.check_retries == failures
         else:
             with pytest.raises(torch.OutOfMemoryError):
-                plugin.CheckContext._attempts(ctx, failing(failures, attempts))
+                check_context.CheckContext._attempts(ctx, failing(failures, attempts))
         assert len(attempts) == runs
