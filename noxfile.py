@@ -47,7 +47,7 @@ def gpu(session):
     are passed on)."""
     _install(session, offline=True)
     session.run("python3", "-m", "pytest", "tests", "-q")
-    session.run("python3", "-m", "harness.cli", "selftest", "all", "--device", "cuda",
+    session.run("python3", "-m", "sampling_harness", "selftest", "all", "--device", "cuda",
                 *session.posargs)
 
 
@@ -56,5 +56,5 @@ def bench(session):
     """``nox -s bench -- FAMILY [bench options]`` on a GPU machine."""
     _install(session, offline=True)
     family = session.posargs[0] if session.posargs else "sample"
-    session.run("python3", "-m", "harness.cli", "bench", family, "--device", "cuda",
+    session.run("python3", "-m", "sampling_harness", "bench", family, "--device", "cuda",
                 *session.posargs[1:])

@@ -4,7 +4,8 @@ Triton compiles a kernel once per specialisation: its constexpr values, its tens
 and its integer arguments' classes (== 1, divisible by 16, other). A check whose generated
 batches bring many classes pays a compile (seconds) for each. ``install`` wraps
 ``JITFunction._do_compile`` to append one JSON line per compile (kernel, seconds, the pytest
-test that paid it, the specialisation, and the compile as harness.precompile lists it: the
+test that paid it, the specialisation, and the compile as sampling_harness.scale.precompile lists
+it: the
 ``variant`` and its cache ``key``) to ``$COMPILE_LOG``; ``main`` tallies a log.
 
 Usage, on a GPU (the hook is loaded by the ``sitecustomize`` beside it, in every process of
@@ -30,7 +31,7 @@ def install(log_path: str) -> None:
         from triton.runtime.jit import JITFunction
     except ImportError:
         return
-    from harness.precompile import describe
+    from sampling_harness.scale.precompile import describe
     compile_once = JITFunction._do_compile
 
     def timed(self, key, signature, device, constexprs, *rest):

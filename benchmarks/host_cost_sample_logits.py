@@ -9,13 +9,12 @@ import cProfile
 import pstats
 import sys
 
+import sampling_harness.kernels.sample_logits.triton_filtered_race as race
 import torch
-
-import kernels.sample_logits.triton_filtered_race as race
-from harness.ceiling import row_sum
-from harness.timing import host_us
-from kernels.sample_logits.triton_row_fallback import fallback_race
-from kernels.sample_logits.triton_top_k_select import select_race
+from sampling_harness.bench.ceiling import row_sum
+from sampling_harness.bench.timing import host_us
+from sampling_harness.kernels.sample_logits.triton_row_fallback import fallback_race
+from sampling_harness.kernels.sample_logits.triton_top_k_select import select_race
 
 REPS = 300
 

@@ -21,11 +21,12 @@ from collections.abc import Callable
 SAMPLE = ("probs", "seed")
 SAMPLE_LOGITS = ("logits", "temperature", "top_k", "top_p", "seed")
 LOGPROBS = ("logits", "token_ids", "mode", "temperature", "top_k", "top_p")
-RACE, INVERSE = "kernels.sample.triton_race", "kernels.sample.triton_inverse_cdf"
-FILTERED = "kernels.sample_logits.triton_filtered_race"
-SELECT = "kernels.sample_logits.triton_top_k_select"
-FALLBACK = "kernels.sample_logits.triton_row_fallback"
-LOGPROBS_MODULE = "kernels.logprobs.triton_logprobs"
+RACE = "sampling_harness.kernels.sample.triton_race"
+INVERSE = "sampling_harness.kernels.sample.triton_inverse_cdf"
+FILTERED = "sampling_harness.kernels.sample_logits.triton_filtered_race"
+SELECT = "sampling_harness.kernels.sample_logits.triton_top_k_select"
+FALLBACK = "sampling_harness.kernels.sample_logits.triton_row_fallback"
+LOGPROBS_MODULE = "sampling_harness.kernels.logprobs.triton_logprobs"
 
 
 def with_module_launch(target: str, contract: tuple[str, ...],

@@ -2,7 +2,7 @@
 
 For another project's own tests::
 
-    from harness.api import run_checks
+    from sampling_harness.api import run_checks
 
     def test_my_sampler(tmp_path):
         result = run_checks("sample", "mypkg.race:sample", checks=["validity", "fit_curated"],
@@ -22,9 +22,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import HarnessError
-from harness.families import FAMILIES
-from harness.verdict import Verdict, overall
+from sampling_harness.errors import HarnessError
+from sampling_harness.families import FAMILIES
+from sampling_harness.verdict import Verdict, overall
 
 
 @dataclass
@@ -62,7 +62,7 @@ def run_checks(family: str, kernel: str, report_dir: str | Path, checks: list[st
         for name in checks:         # checks selected"
             FAMILIES[family].check(name)
     report_dir = Path(report_dir)
-    args = [sys.executable, "-m", "harness.cli", "check", family, "--kernel", kernel,
+    args = [sys.executable, "-m", "sampling_harness", "check", family, "--kernel", kernel,
             "--budget", budget, "--device", device, "--report-dir", str(report_dir), *extra]
     if seed is not None:
         args += ["--seed", str(seed)]

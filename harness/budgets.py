@@ -13,7 +13,7 @@ targets, the power and its share of the false-fail budget (see harness/stats).
 
 from __future__ import annotations
 
-from harness.errors import HarnessError
+from sampling_harness.errors import HarnessError
 
 BUDGET_NAMES = ("smoke", "quick", "standard", "thorough")
 

@@ -40,7 +40,7 @@ class Verdict:
     message: str
     reproduce: str
     details: dict = field(default_factory=dict)
-    role: str = "kernel"               # "kernel" | "baseline" | "mutant" (harness.registry)
+    role: str = "kernel"               # "kernel" | "baseline" | "mutant" (families/registry.py)
     expected: str = "pass"             # "pass" | "fail" | "either": what the run gates on
     why: str = ""                      # the stated expectation, when it is not "pass"
 

@@ -8,7 +8,7 @@ harness to declare it:
 
 * ``{"role": "mutant", "caught_by": [...], "budget": "quick", "bug": "...", "tool": "",
   "devices": ["cpu", "cuda"], "call_timeout": None}``: a deliberately wrong kernel; the
-  checks named (checks its family declares, ``harness.families.Check``) must fail on it at
+  checks named (checks its family declares, ``sampling_harness.families.Check``) must fail on it at
   that budget (and above) on the devices named (default: all); ``tool`` names the
   compute-sanitizer tool that must catch it instead, if any. A bug that lives in one
   device's random numbers (CUDA's float32 exponential floor) names that device alone.

@@ -17,7 +17,7 @@ keep() {  # the summaries of one calibration (per-run reports stay on the machin
 }
 calibrate() {  # name runs [-k selection]
   local name=$1 n=$2 start=$(date +%s); shift 2
-  timeout "${LIMIT:-500}" python3 -m harness.cli calibrate "$family" --kernel "$name" --runs "$n" \
+  timeout "${LIMIT:-500}" python3 -m sampling_harness calibrate "$family" --kernel "$name" --runs "$n" \
     --budget quick --device cpu --workers "$workers" --out "$work/$name" "$@" > "$out/$name.log" 2>&1
   echo "calibrate $family $name x$n: exit $? in $(( $(date +%s) - start )) s"; keep "$name"
 }

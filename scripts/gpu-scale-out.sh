@@ -29,14 +29,14 @@ timed() {  # NAME COMMAND...: run it under the time limit, log to NAME.log, note
   end=$(date +%s.%N)
   echo "$name: exit $code in $(python3 -c "print(f'{$end - $start:.1f}')") s" | tee -a "$out/times.txt"
 }
-check=(python3 -m harness.cli check)
+check=(python3 -m sampling_harness check)
 timed all-1gpu "${check[@]}" all --device "$device" --budget "$budget" "${select[@]}" \
   --report-dir "$out/all-1gpu"
 timed "all-${n}gpu" "${check[@]}" all --device "$device" --budget "$budget" "${select[@]}" --gpus "$n" \
   --report-dir "$out/all-${n}gpu"
 for ranks in 1 "$n"; do
   timed "tail-${ranks}rank" python3 -m torch.distributed.run --standalone \
-    --nproc-per-node "$ranks" -m harness.cli check sample --kernel "$tail_kernel" \
+    --nproc-per-node "$ranks" -m sampling_harness check sample --kernel "$tail_kernel" \
     --device "$device" --budget "$budget" -k test_tail --report-dir "$out/tail-${ranks}rank"
 done
 python3 scripts/scale_out_table.py "$out" | tee "$out/table.md"

@@ -5,8 +5,8 @@
 
 import sys
 
-from harness.registry import by_role, default_kernels, entries
-from harness.selftest import selection
+from sampling_harness.commands.selftest import selection
+from sampling_harness.families.registry import by_role, default_kernels, entries
 
 family, what, *rest = sys.argv[1:]
 if what == "tested":

@@ -32,9 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
-
-from harness.seeds import SKIPPED, UNSEEDED, request_seeds, takes_request_seeds
-from harness.verdict import Outcome
+from sampling_harness.seeds import SKIPPED, UNSEEDED, request_seeds, takes_request_seeds
+from sampling_harness.verdict import Outcome
 
 TRIALS = {"smoke": 3, "quick": 8, "standard": 32, "thorough": 128}   # base batches per mode
 EDITED = 4                     # edited batches per base batch

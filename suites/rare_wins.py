@@ -6,9 +6,10 @@ Model: at each scale, ``n`` independent trials each give an event with probabili
 (the exact rare mass, or the exact acceptance probability). The count is Binomial(n, mass)
 under H0. The test is exact and equal-tailed, and group-sequential: it looks at 1/8, 1/4, 1/2
 and all of the planned trials, each look at alpha / 4 (Bonferroni over the looks), and stops
-at the first rejection. A look's p-value is ``harness.stats.binomial.equal_tailed_p``.
+at the first rejection. A look's p-value is ``sampling_harness.stats.binomial.equal_tailed_p``.
 
-Sharded under torchrun (``harness.distributed``): by each look, rank r of W has drawn its
+Sharded under torchrun (``sampling_harness.scale.distributed``): by each look, rank r of W has
+drawn its
 share n_r(look) = floor(look / W) + [r < look mod W] of the look's trials with its own seeds;
 the ranks' (events, trials) are summed before the look's test, so each look tests exactly
 the trials the schedule states, and every rank takes the same decision to stop.
@@ -20,18 +21,17 @@ import math
 from functools import partial
 
 import torch
-
-from harness.distributed import SINGLE, Shard, merged
-from harness.plots import tail_plot
-from harness.stats.binomial import (
+from sampling_harness.report.plots import tail_plot
+from sampling_harness.scale.distributed import SINGLE, Shard, merged
+from sampling_harness.stats.binomial import (
     equal_tailed_p,
     fraction_schedule,
     looks_alpha,
     min_detectable_deficit,
     min_detectable_rate,
 )
-from harness.stats.multiple import adjusted_p, bonferroni
-from harness.verdict import Outcome
+from sampling_harness.stats.multiple import adjusted_p, bonferroni
+from sampling_harness.verdict import Outcome
 
 LOOKS = 4
 

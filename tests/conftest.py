@@ -9,7 +9,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 # the harness runs that tests start remember their checks' durations here, not in the
-# user's cache (harness/durations.py)
+# user's cache (harness/scale/durations.py)
 os.environ.setdefault("SAMPLING_HARNESS_CACHE", tempfile.mkdtemp(prefix="harness-cache-"))
 
 if os.environ.get("PYTEST_XDIST_WORKER"):      # `pytest -n 2` (CI): one core a worker, and

@@ -18,7 +18,7 @@ def ctrl_c_as_a_terminal_sends_it() -> None:
 
 def cli(*args: str, report_dir: Path | None = None, timeout: float = 900):
     """Run ``sampling-harness ARGS``; return (exit code, stdout + stderr, report or None)."""
-    command = [sys.executable, "-m", "harness.cli", *args]
+    command = [sys.executable, "-m", "sampling_harness", *args]
     if report_dir is not None:
         command += ["--report-dir", str(report_dir)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,

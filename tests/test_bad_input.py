@@ -13,8 +13,8 @@ import textwrap
 
 import pytest
 import torch
+from sampling_harness.run.isolation import CapturedStdout, TorchState
 
-from harness.isolation import CapturedStdout, TorchState
 from tests.helpers import cli
 
 RUDE = textwrap.dedent('''
@@ -43,7 +43,8 @@ def test_unwritable_report_dir_is_one_line(tmp_path):
 def test_unwritable_report_dir_under_pytest(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    done = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "suites.sample", "-q",
+    done = subprocess.run([sys.executable, "-m", "pytest", "--pyargs",
+         "sampling_harness.suites.sample", "-q",
                            "-p", "no:cacheprovider", "--harness-kernel", "torch-fp64",
                            "--harness-report-dir", str(blocker / "r")], capture_output=True,
                           text=True)
@@ -56,7 +57,7 @@ def test_kernel_side_effects_are_isolated_and_said(tmp_path):
     env_summary = tmp_path / "step-summary.md"
     env_summary.write_text("earlier step\n")
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "check", "sample", "--kernel", f"{path}:rude",
+        [sys.executable, "-m", "sampling_harness", "check", "sample", "--kernel", f"{path}:rude",
          "--device", "cpu", "--budget", "smoke", "-k", "test_validity or test_fit_curated",
          "--report-dir", str(tmp_path / "r")],
         capture_output=True, text=True, env=dict(os.environ, GITHUB_STEP_SUMMARY=str(env_summary)))
@@ -79,7 +80,7 @@ def test_kernel_side_effects_are_isolated_and_said(tmp_path):
 
 def test_bad_step_summary_is_a_warning(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "check", "sample", "--kernel", "torch-fp64",
+        [sys.executable, "-m", "sampling_harness", "check", "sample", "--kernel", "torch-fp64",
          "--device", "cpu", "--budget", "smoke", "-k", "test_validity",
          "--report-dir", str(tmp_path / "r2")], capture_output=True, text=True,
         env=dict(os.environ, GITHUB_STEP_SUMMARY=str(tmp_path / "no-dir" / "x.md")))
@@ -106,7 +107,7 @@ def test_stdout_captured_and_restored():
 
 @pytest.mark.parametrize("value", ["1", "true"])
 def test_no_progress_bar_in_ci(value, monkeypatch):
-    from harness.progress import CheckProgress
+    from sampling_harness.run.progress import CheckProgress
     monkeypatch.setenv("CI", value)
 
     class Config:

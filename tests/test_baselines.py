@@ -11,9 +11,9 @@ import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
+from sampling_harness.families.registry import expectation, role_of
+from sampling_harness.kernels.meta import baseline
 
-from harness.registry import expectation, role_of
-from kernels.meta import baseline
 from tests.helpers import cli
 
 META = baseline("an engine", must_fail={"cuda": {"standard": ("tail",)}},
@@ -43,7 +43,7 @@ def test_bad_metadata_is_one_line():
 
 KERNELS = textwrap.dedent('''
     import torch
-    from kernels.meta import baseline
+    from sampling_harness.kernels.meta import baseline
 
     STATED = dict(must_fail={"cpu": {"smoke": ("fit_curated",)}})
 

@@ -9,17 +9,16 @@ import warnings
 
 import pytest
 import torch
-
-from harness.bench import build_rows, render, run_bench, strict_json
-from harness.errors import HarnessError
-from harness.launch import bind, label, launch_parameters, parse_grid
-from harness.timing import (
+from sampling_harness.bench.command import build_rows, render, run_bench, strict_json
+from sampling_harness.bench.launch import bind, label, launch_parameters, parse_grid
+from sampling_harness.bench.timing import (
     NotCapturable,
     capture_reason,
     classify_capture,
     profile_table,
     time_entry,
 )
+from sampling_harness.errors import HarnessError
 
 CPU = torch.device("cpu")
 
@@ -207,7 +206,7 @@ def test_module_globals_become_keyword_launch_settings(monkeypatch):
     import sys
     import types
 
-    from harness.loader import _import_attr
+    from sampling_harness.families.loader import _import_attr
 
     fake = types.ModuleType("fake_launch_kernel")
     fake.GPU_WARPS = 4
@@ -261,7 +260,7 @@ def test_on_a_gpu_each_call_gets_a_graph_figure_or_the_reason_it_has_none():
 
 
 def test_read_ceiling_is_the_fastest_reader_and_bench_shows_its_percent(tmp_path, kernels):
-    from harness.ceiling import read_ceiling
+    from sampling_harness.bench.ceiling import read_ceiling
 
     bandwidth, reader = read_ceiling(4, 100, CPU, calls=1)
     assert bandwidth > 0 and reader in ("torch.sum", "torch.amax")
@@ -274,7 +273,7 @@ def test_read_ceiling_is_the_fastest_reader_and_bench_shows_its_percent(tmp_path
 
 
 def test_compare_bench_flags_a_figure_that_moves_beyond_the_tolerance(tmp_path, capsys):
-    from harness.loader import _import_attr
+    from sampling_harness.families.loader import _import_attr
 
     main = _import_attr("benchmarks/compare_bench.py:main")
 

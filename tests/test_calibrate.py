@@ -7,8 +7,7 @@ import math
 
 import pandas as pd
 import pytest
-
-from harness.calibrate import (
+from sampling_harness.commands.calibrate import (
     RUN,
     collect,
     expectation,
@@ -17,7 +16,8 @@ from harness.calibrate import (
     rate_interval,
     summarize,
 )
-from harness.cli import main
+from sampling_harness.commands.cli import main
+
 from tests.helpers import cli
 
 SMOKE = ("--budget", "smoke", "--device", "cpu", "-k", "test_independence", "--workers", "2")
@@ -129,7 +129,7 @@ def test_a_mutant_reads_as_power(tmp_path):
 
 
 def test_below_its_budget_a_mutant_is_not_flagged():
-    from harness.calibrate import RUN, _findings, expectation
+    from sampling_harness.commands.calibrate import RUN, _findings, expectation
     meta = {"role": "mutant", "caught_by": ["tail"], "budget": "standard"}
     assert expectation({**meta, "calibrated_budget": "quick"}, "tail", "pass") == "either"
     assert expectation({**meta, "calibrated_budget": "standard"}, "tail", "pass") == "fail"

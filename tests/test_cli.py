@@ -50,8 +50,10 @@ def kernel_file(tmp_path):
 @pytest.mark.parametrize("args,reason", [
     (["check", "nope"], "unknown family 'nope'"),
     (["check", "sample", "--kernel", "no.such.module:fn"], "cannot import 'no.such.module'"),
-    (["check", "sample", "--kernel", "harness.cli"], "is not NAME, package.module:attr"),
-    (["check", "sample", "--kernel", "harness.cli:nothing"], "has no attribute 'nothing'"),
+    (["check", "sample", "--kernel", "sampling_harness.commands.cli"],
+     "is not NAME, package.module:attr"),
+    (["check", "sample", "--kernel", "sampling_harness.commands.cli:nothing"],
+     "has no attribute 'nothing'"),
     (["check", "all", "--kernel", "torch-fp32"], "check all runs every registered"),
     (["check", "sample", "--kernel", "torch-fp32", "-k", "no_such_check"], "no checks selected"),
 ])
@@ -108,7 +110,7 @@ def test_a_run_stopped_halfway_is_incomplete_in_all_five_outputs(kernel_file, tm
     """Ctrl-C (SIGINT from outside; SIGTERM, as a CI time limit sends) once the first of two
     checks has finished: the terminal, summary.md, report.html, junit.xml and report.json say
     INCOMPLETE, 1 of 2; exit code 2."""
-    command = [sys.executable, "-m", "harness.cli", "check", "sample", "--kernel",
+    command = [sys.executable, "-m", "sampling_harness", "check", "sample", "--kernel",
                f"{kernel_file}:slow", "--device", "cpu", "--budget", "smoke",
                "-k", "test_independence or test_validity", "--report-dir", str(tmp_path)]
     run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -146,7 +148,7 @@ def test_a_run_stopped_halfway_is_incomplete_in_all_five_outputs(kernel_file, tm
 
 def test_sigkill_leaves_the_report_of_finished_checks(kernel_file, tmp_path):
     """Reports are rewritten atomically after every check: a killed run keeps them whole."""
-    command = [sys.executable, "-m", "harness.cli", "check", "sample", "--kernel",
+    command = [sys.executable, "-m", "sampling_harness", "check", "sample", "--kernel",
                f"{kernel_file}:killed_on_fifth_call", "--device", "cpu",
                "--report-dir", str(tmp_path), "-k", "test_validity or test_independence"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)

@@ -6,11 +6,10 @@ import math
 
 import pandas as pd
 import pytest
-
-from harness.cli import main
-from harness.compare import change, decades
-from harness.reports import to_json
-from harness.verdict import Verdict, overall
+from sampling_harness.commands.cli import main
+from sampling_harness.commands.compare import change, decades
+from sampling_harness.report.writers import to_json
+from sampling_harness.verdict import Verdict, overall
 
 META = {"budget": "smoke", "device": "cpu", "harness_seed": 1, "family_alpha": 1e-4,
         "statistical_checks": 5, "started": "2026-01-01T00:00:00+00:00", "complete": True}

@@ -1,4 +1,4 @@
-"""harness.compile_lock: a variant that one process is compiling is loaded, not compiled
+"""harness/scale/compile_lock.py: a variant that one process is compiling is loaded, not compiled
 again, by another that asks for it meanwhile; a failed or stuck holder never blocks for good.
 
 Each test plays Triton's part (``get_group`` before a compile, ``put`` and ``put_group``
@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("triton")
 
-from harness import compile_lock  # noqa: E402
-from harness.compile_lock import LockingCacheManager  # noqa: E402
+from sampling_harness.scale import compile_lock  # noqa: E402
+from sampling_harness.scale.compile_lock import LockingCacheManager  # noqa: E402
 
 KEY, NAME = "VARIANT", "kernel.json"
 HOLD_S = 0.6
@@ -87,9 +87,8 @@ def test_a_waiter_compiles_itself_after_wait_s():
 
 
 def test_triton_loads_the_manager_from_the_workers_environment(monkeypatch):
+    from sampling_harness.scale.xdist_gpus import COMPILE_LOCK
     from triton import knobs
-
-    from harness.xdist_gpus import COMPILE_LOCK
 
     monkeypatch.setenv(*COMPILE_LOCK)
     assert knobs.cache.manager_class is LockingCacheManager

@@ -1,4 +1,4 @@
-"""The checks each family declares (``harness.families.Check``) and the suite files agree
+"""The checks each family declares (``sampling_harness.families.Check``) and the suite files agree
 exactly; every declared check has a mutant that fails it; ``-k test_<check>`` selects one
 check. Static: the suites are read as source, nothing runs."""
 
@@ -8,10 +8,9 @@ import ast
 from pathlib import Path
 
 import pytest
-
-from harness.errors import HarnessError
-from harness.families import FAMILIES, Check, Family
-from harness.registry import by_role, role_of
+from sampling_harness.errors import HarnessError
+from sampling_harness.families import FAMILIES, Check, Family
+from sampling_harness.families.registry import by_role, role_of
 
 SUITES = Path(__file__).parent.parent / "suites"
 DECLARED_MARKS = ("statistical", "gpu")
@@ -117,7 +116,7 @@ class _Item:
 
 
 def test_the_plugin_marks_checks_from_the_declaration():
-    from harness.plugin import _mark_as_declared
+    from sampling_harness.run.plugin import _mark_as_declared
     fit, tail, validity = (_Item("sample", "test_fit_large_vocab", "test_fit.py"),
                            _Item("sample", "test_tail", "test_tail.py"),
                            _Item("sample", "test_validity", "test_validity.py"))
@@ -132,7 +131,7 @@ def test_the_plugin_marks_checks_from_the_declaration():
 
 
 def test_the_api_names_a_misspelt_check_before_it_runs(tmp_path):
-    from harness.api import run_checks
+    from sampling_harness.api import run_checks
     with pytest.raises(HarnessError, match="family 'sample' declares no check 'fit'; its "
                                            "checks: validity, fit_curated"):
         run_checks("sample", "torch-fp64", tmp_path, checks=["fit"])

@@ -14,20 +14,19 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-
-from harness.cli import main
-from harness.distributed import (
+from sampling_harness.commands.cli import main
+from sampling_harness.errors import HarnessError, KernelFailure
+from sampling_harness.families.loader import load
+from sampling_harness.families.sample import BUDGETS
+from sampling_harness.run.plugin import harness_environment
+from sampling_harness.run.runner import Runner, derive_seed, seed_stream
+from sampling_harness.scale.distributed import (
     MULTICAST_OFF,
     Shard,
     launch_env,
     merged,
     multicast_off,
 )
-from harness.errors import HarnessError, KernelFailure
-from harness.families.sample import BUDGETS
-from harness.loader import load
-from harness.plugin import harness_environment
-from harness.runner import Runner, derive_seed, seed_stream
 
 WORLD = 2
 DRAWS = 1001                    # per row: shares 501 + 500
@@ -101,8 +100,8 @@ def _ctx(shard: Shard):
 
 def _rank(rank: int, store: str, out: str) -> None:
     """One gloo rank: the sharded fit counts and tail check, and two failures said to all."""
-    from suites.sample.draws import count_tokens
-    from suites.sample.test_tail import tail
+    from sampling_harness.suites.sample.draws import count_tokens
+    from sampling_harness.suites.sample.test_tail import tail
 
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank,
                             world_size=WORLD)
@@ -129,15 +128,15 @@ def _rank(rank: int, store: str, out: str) -> None:
 
 def _one_process_tail(shard: Shard, monkeypatch) -> list[tuple[int, int]]:
     """The tail check's (rare wins, rows) of one rank's shard, drawn here without merging."""
-    import suites.rare_wins as rare_wins
-    import suites.sample.test_tail as tail_module
+    import sampling_harness.suites.rare_wins as rare_wins
+    import sampling_harness.suites.sample.test_tail as tail_module
 
     monkeypatch.setattr(rare_wins, "merged", lambda shard, what, count: count())
     return [(s["rare_wins"], s["rows"]) for s in tail_module.tail(_ctx(shard)).details["scales"]]
 
 
 def test_two_gloo_ranks_merge_to_the_counts_of_their_shards(tmp_path, monkeypatch):
-    from suites.sample.draws import local_token_counts
+    from sampling_harness.suites.sample.draws import local_token_counts
 
     mp.spawn(_rank, args=(str(tmp_path / "store"), str(tmp_path)), nprocs=WORLD, join=True)
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD)]
@@ -161,7 +160,7 @@ def test_two_gloo_ranks_merge_to_the_counts_of_their_shards(tmp_path, monkeypatc
 def test_torchrun_shards_a_check_and_rank_0_writes_one_report(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-         str(WORLD), "-m", "harness.cli", "check", "sample", "--kernel", "torch-fp64",
+         str(WORLD), "-m", "sampling_harness", "check", "sample", "--kernel", "torch-fp64",
          "--budget", "smoke", "--device", "cpu", "-k", "test_tail or test_fit_curated"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -175,4 +174,4 @@ def test_torchrun_shards_a_check_and_rank_0_writes_one_report(tmp_path):
     assert all(s["rows"] == s["planned_rows"] for s in tail)
     assert done.stdout.count("sampling-harness: PASS (2 checks, in ") == 1  # rank 0 alone
     assert report["checks"][1]["reproduce"].startswith(
-        "torchrun --nproc-per-node 2 -m harness.cli check sample --kernel torch-fp64")
+        "torchrun --nproc-per-node 2 -m sampling_harness check sample --kernel torch-fp64")

@@ -125,7 +125,7 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_cli_reference_covers_every_subcommand_and_option():
-    from harness.cli import _parser
+    from sampling_harness.commands.cli import _parser
 
     reference = (ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
     parser = _parser()

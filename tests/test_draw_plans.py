@@ -4,13 +4,12 @@ from types import SimpleNamespace
 
 import numpy as np
 import torch
-
-from harness.loader import load
-from harness.runner import Runner, derive_seed, seed_stream
-from reference.rejection import RejectionLaws
-from suites.rejection.draws import batch_inputs, first_replicas
-from suites.sample_logits.draws import count_tokens
-from suites.sample_logits.rows import Rows
+from sampling_harness.families.loader import load
+from sampling_harness.reference.rejection import RejectionLaws
+from sampling_harness.run.runner import Runner, derive_seed, seed_stream
+from sampling_harness.suites.rejection.draws import batch_inputs, first_replicas
+from sampling_harness.suites.sample_logits.draws import count_tokens
+from sampling_harness.suites.sample_logits.rows import Rows
 
 
 def _ctx(kernel: str, family: str, max_call_elements: int):

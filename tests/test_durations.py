@@ -2,8 +2,8 @@
 
 from types import SimpleNamespace
 
-from harness import durations
-from harness.schedule import dealt, longest_first
+from sampling_harness.scale import durations
+from sampling_harness.scale.schedule import dealt, longest_first
 
 
 def test_durations_round_trip_per_device_and_budget(tmp_path, monkeypatch):

@@ -5,7 +5,8 @@ target directory put on PYTHONPATH, so this environment's registry is left as it
 * its kernel is registered by its entry point: `sampling-harness list` names it and its
   package, `sampling-harness check sample --kernel my-race` runs it;
 * its own tests/ call the harness's checks through the pytest plugin (pytest11 entry point);
-* `pytest --pyargs suites.sample --kernel mysampler.race:sample` runs a whole family on it.
+* `pytest --pyargs sampling_harness.suites.sample --kernel mysampler.race:sample` runs a whole
+family on it.
 """
 
 from __future__ import annotations
@@ -44,11 +45,11 @@ def _run(args, env, cwd, timeout=600):
 
 def test_entry_point_registers_the_kernel(installed, tmp_path):
     env, project = installed
-    code, output = _run([sys.executable, "-m", "harness.cli", "list"], env, project)
+    code, output = _run([sys.executable, "-m", "sampling_harness", "list"], env, project)
     assert code == 0, output
     line = next(line for line in output.splitlines() if " my-race " in line)
     assert "kernel" in line and "mysampler: mysampler.race:sample" in line
-    code, output = _run([sys.executable, "-m", "harness.cli", "check", "sample", "--kernel",
+    code, output = _run([sys.executable, "-m", "sampling_harness", "check", "sample", "--kernel",
                          "my-race", "--budget", "smoke", "-k", "test_validity",
                          "--report-dir", str(tmp_path / "r")], env, project)
     assert code == 0, output[-3000:]
@@ -65,7 +66,8 @@ def test_its_own_tests_call_the_harness(installed):
 
 def test_pyargs_runs_a_family_on_it(installed, tmp_path):
     env, project = installed
-    code, output = _run([sys.executable, "-m", "pytest", "--pyargs", "suites.sample", "-q",
+    code, output = _run([sys.executable, "-m", "pytest", "--pyargs",
+         "sampling_harness.suites.sample", "-q",
                          "-p", "no:cacheprovider", "--harness-kernel", "mysampler.race:sample",
                          "--harness-budget", "smoke", "-k", "validity or fit_curated",
                          "--harness-report-dir", str(tmp_path / "r")], env, project)

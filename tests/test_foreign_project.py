@@ -91,7 +91,7 @@ def test_a_foreign_suite_starts_passes_and_keeps_its_environment(tmp_path):
         cwd=project, env=env, capture_output=True, text=True, timeout=600)
     output = done.stdout + done.stderr
     assert done.returncode == 0 and "3 passed" in output, output[-4000:]
-    assert "harness/plugin.py" in output or "harness.plugin" in output   # auto-loaded
+    assert "harness/run/plugin.py" in output or "sampling_harness.run.plugin" in output  # loaded
     assert not (project / "reports").exists()     # no report directory of the harness's
 
 
@@ -100,7 +100,8 @@ def test_collecting_the_harness_suites_selects_the_harness(tmp_path):
     starts its session there (and only there), announcing the checks it collected."""
     env = {k: v for k, v in os.environ.items() if k not in HARNESS_SET}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--pyargs", "suites.sample", "--collect-only", "-q",
+        [sys.executable, "-m", "pytest", "--pyargs",
+         "sampling_harness.suites.sample", "--collect-only", "-q",
          "-p", "no:cacheprovider", "-k", "test_validity"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     output = done.stdout + done.stderr

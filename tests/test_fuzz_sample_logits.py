@@ -17,14 +17,13 @@ tables; a GPU takes more tables (Triton compiles each new shape, so still few).
 from __future__ import annotations
 
 import pytest
+import sampling_harness.kernels.sample_logits.triton_filtered_race as race
+import sampling_harness.kernels.sample_logits.triton_top_k_select as select
 import torch
 from hypothesis import HealthCheck, Phase, given, settings
-
-import kernels.sample_logits.triton_filtered_race as race
-import kernels.sample_logits.triton_top_k_select as select
-from harness.strategies.logits import sampling_tables
-from kernels.sample_logits.race_noise import sorted_race
-from reference.processed import process
+from sampling_harness.kernels.sample_logits.race_noise import sorted_race
+from sampling_harness.reference.processed import process
+from sampling_harness.strategies.logits import sampling_tables
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 EXAMPLES = 12 if DEVICE == "cuda" else 4

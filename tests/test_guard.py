@@ -3,11 +3,10 @@ with a message that names the tensor, the side and the first offset touched."""
 
 import pytest
 import torch
-
-from harness.errors import KernelFailure
-from harness.guard import ALIGN, MAX_BAND, band_bytes, check_guards, guarded_copy
-from harness.loader import Kernel
-from harness.runner import Runner
+from sampling_harness.errors import KernelFailure
+from sampling_harness.families.loader import Kernel
+from sampling_harness.run.guard import ALIGN, MAX_BAND, band_bytes, check_guards, guarded_copy
+from sampling_harness.run.runner import Runner
 
 PROBS = torch.tensor([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
 

@@ -12,10 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats
-
-from harness.html_report import FigureCache, to_html
-from harness.plots import (
+from sampling_harness.report.html import FigureCache, to_html
+from sampling_harness.report.plots import (
     CAP,
     by_error,
     clopper_pearson,
@@ -26,9 +24,11 @@ from harness.plots import (
     render,
     tail_plot,
 )
-from harness.reports import write_all
-from harness.stats.chisquare import chisquare_gof, pool_bins, pooled_counts
-from harness.verdict import Verdict
+from sampling_harness.report.writers import write_all
+from sampling_harness.stats.chisquare import chisquare_gof, pool_bins, pooled_counts
+from sampling_harness.verdict import Verdict
+from scipy import stats
+
 from tests.helpers import cli
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -15,7 +15,7 @@ def modules() -> dict[str, Path]:
     """Every module of the package: dotted name -> file (a package is its __init__.py)."""
     found = {}
     for path in sorted((ROOT / PACKAGE).rglob("*.py")):
-        parts = path.relative_to(ROOT).with_suffix("").parts
+        parts = ("sampling_harness", *path.relative_to(ROOT / PACKAGE).with_suffix("").parts)
         found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
 
@@ -93,8 +93,8 @@ def test_the_search_sees_a_cycle_and_the_imports_it_is_made_of():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
     graph = import_graph()
-    assert "harness.errors" in graph["harness.families"]              # from harness.errors import
-    assert "harness.families" in graph["harness.families.sample"]     # from harness.families import
-    assert "harness.calibrate" in graph["harness.cli"]                # inside a function
-    assert "harness.report_schema" in graph["harness.compare"]
-    assert "harness.reproduce" not in graph["harness.compare"]
+    assert "sampling_harness.errors" in graph["sampling_harness.families"]
+    assert "sampling_harness.families" in graph["sampling_harness.families.sample"]
+    assert "sampling_harness.commands.calibrate" in graph["sampling_harness.commands.cli"]
+    assert "sampling_harness.report.schema" in graph["sampling_harness.commands.compare"]
+    assert "sampling_harness.commands.reproduce" not in graph["sampling_harness.commands.compare"]

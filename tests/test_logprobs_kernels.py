@@ -8,10 +8,9 @@ import math
 import numpy as np
 import pytest
 import torch
-
-from kernels.logprobs.torch_logprobs import logprobs_torch
-from kernels.logprobs.triton_logprobs import logprobs_triton
-from kernels.mutants import logprobs_mutants as mutants
+from sampling_harness.kernels.logprobs.torch_logprobs import logprobs_torch
+from sampling_harness.kernels.logprobs.triton_logprobs import logprobs_triton
+from sampling_harness.kernels.mutants import logprobs_mutants as mutants
 
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 KERNELS = {"torch": logprobs_torch, "triton": logprobs_triton}
@@ -220,7 +219,7 @@ def test_triton_compiles_once_per_bucket_of_k():
     """K = 1 .. 21 (one bucket: 16 + 4 + 1 keys) in all four modes, at batch sizes 1 to 4
     and two vocabularies, add at most one compiled kernel: the mode and the sizes are
     runtime arguments; the ranks stay torch-logprobs'."""
-    from kernels.logprobs.triton_logprobs import MODES, _logprobs_kernel
+    from sampling_harness.kernels.logprobs.triton_logprobs import MODES, _logprobs_kernel
     g = torch.Generator().manual_seed(3)
     ones = torch.ones(4, device=DEVICE)
     settings = (ones, torch.zeros(4, dtype=torch.int64, device=DEVICE), ones)

@@ -1,4 +1,4 @@
-"""The ahead-of-time compile of a GPU run's listed Triton variants (harness/precompile.py):
+"""The ahead-of-time compile of a GPU run's listed Triton variants (harness/scale/precompile.py):
 which entries a run takes, how census logs become the list, and, on a GPU, that an entry
 replays to the very cache key Triton's JIT compiled it under."""
 
@@ -7,8 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-
-from harness import precompile
+from sampling_harness.scale import precompile
 
 TEST = "/x/suites/{suite}/test_fit.py::test_fit_curated[{kernel}]"
 
@@ -70,10 +69,10 @@ def test_describe_keeps_json_scalars_and_the_options_that_differ():
         num_stages: int = 3
         debug: bool = False
 
-    fn = SimpleNamespace(fn=SimpleNamespace(__module__="kernels.x", __qualname__="_k"))
+    fn = SimpleNamespace(fn=SimpleNamespace(__module__="mypkg.x", __qualname__="_k"))
     got = precompile.describe(fn, {"x": "*fp32", "B": "constexpr"}, {(1,): 64},
                               Options(num_warps=8), {(0,): [["tt.divisibility", 16]]})
-    assert got == {"kernel": "kernels.x:_k", "signature": {"x": "*fp32", "B": "constexpr"},
+    assert got == {"kernel": "mypkg.x:_k", "signature": {"x": "*fp32", "B": "constexpr"},
                    "constexprs": [[[1], 64]], "attrs": [[[0], [["tt.divisibility", 16]]]],
                    "options": {"num_warps": 8}}
     assert precompile.describe(fn, {}, {(1,): object()}, Options(), {}) is None
@@ -104,9 +103,8 @@ def test_the_shipped_list_names_kernels_that_exist():
 def test_an_entry_replays_to_the_key_the_jit_compiled(monkeypatch, tmp_path):
     """A compile caught from the JIT (as benchmarks/compile_census.py catches it) and
     described replays to the JIT's own cache key; another constexpr makes it stale."""
+    from sampling_harness.bench.ceiling import _row_sum
     from triton.runtime.jit import JITFunction
-
-    from harness.ceiling import _row_sum
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     caught = []
@@ -133,7 +131,7 @@ def test_an_entry_replays_to_the_key_the_jit_compiled(monkeypatch, tmp_path):
 
 KEYS = """
 import importlib, sys
-from harness.precompile import settle_cache_keys
+from sampling_harness.scale.precompile import settle_cache_keys
 settled = settle_cache_keys()
 keys = {}
 for name in sys.argv[1:]:                  # touched in the order given
@@ -145,13 +143,14 @@ print(settled, *(keys[name] for name in sorted(keys)))
 
 def test_settled_keys_do_not_depend_on_the_order_kernels_are_used():
     """Two processes that settle first and then touch the kernels in opposite orders see
-    the same keys (Triton 3.6 gives _race_kernel two keys without it: harness.precompile)."""
+    the same keys (Triton 3.6 gives _race_kernel two keys without it:
+    sampling_harness.scale.precompile)."""
     import os
     import subprocess
     import sys
 
-    names = ["kernels.sample.triton_race:_race_kernel",
-             "kernels.rejection.triton_rejection:_rejection_kernel"]
+    names = ["sampling_harness.kernels.sample.triton_race:_race_kernel",
+             "sampling_harness.kernels.rejection.triton_rejection:_rejection_kernel"]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     runs = [subprocess.run([sys.executable, "-c", KEYS, *order], env=env, capture_output=True,
                            text=True, check=True).stdout.split()
@@ -175,8 +174,8 @@ def test_record_puts_the_long_compiling_checks_first(tmp_path):
 def test_run_counts_each_outcome_and_goes_on_past_a_failure(capsys):
     """An entry whose kernel is gone fails alone, with its reason printed; the pool still
     answers for every entry (none listed: no pool at all)."""
-    gone = {"kernel": "kernels.no_such_module:_k", "signature": {}, "constexprs": [],
+    gone = {"kernel": "mypkg.no_such_module:_k", "signature": {}, "constexprs": [],
             "attrs": [], "options": {}, "key": "0"}
     assert precompile.run([], 90, 4) == {}
     assert precompile.run([gone, dict(gone)], 90, 4) == {"failed": 2}
-    assert capsys.readouterr().out.count("kernels.no_such_module:_k: failed: ") == 2
+    assert capsys.readouterr().out.count("mypkg.no_such_module:_k: failed: ") == 2

@@ -4,9 +4,7 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
-
-from harness.strategies import probs_rows, vocab_sizes
-from reference.categorical import (
+from sampling_harness.reference.categorical import (
     chunked_race_winner,
     collision_probability,
     exact_probs,
@@ -15,6 +13,7 @@ from reference.categorical import (
     race_scores,
     rare_mass,
 )
+from sampling_harness.strategies import probs_rows, vocab_sizes
 
 
 def test_exact_probs_renormalises_the_float32_row():

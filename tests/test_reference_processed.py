@@ -5,9 +5,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.special import logsumexp
-
-from reference.processed import (
+from sampling_harness.reference.processed import (
     U32,
     division_roundings,
     exact_logits,
@@ -20,6 +18,7 @@ from reference.processed import (
     processed_probs,
     tme,
 )
+from scipy.special import logsumexp
 
 SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, database=None)
 NEG = -np.inf

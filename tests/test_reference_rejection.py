@@ -4,20 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
-from scipy import stats
-
-from harness.strategies.probs import normalised
-from harness.strategies.rejection import (
-    DRAFT_CHOICES,
-    LAW_KINDS,
-    choose_draft,
-    draft_counts,
-    law_pairs,
-    pair_of_kind,
-    rejection_laws,
-    residual_possible,
-)
-from reference.rejection import (
+from sampling_harness.reference.rejection import (
     RejectionLaws,
     acceptance_length_law,
     acceptance_probs,
@@ -28,6 +15,18 @@ from reference.rejection import (
     residual_support,
     slot_marginals,
 )
+from sampling_harness.strategies.probs import normalised
+from sampling_harness.strategies.rejection import (
+    DRAFT_CHOICES,
+    LAW_KINDS,
+    choose_draft,
+    draft_counts,
+    law_pairs,
+    pair_of_kind,
+    rejection_laws,
+    residual_possible,
+)
+from scipy import stats
 
 SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, database=None)
 LEVEL = 1e-6  # Monte Carlo checks: a correct reference fails with probability < 1e-6

@@ -6,9 +6,9 @@ import json
 import math
 
 import pytest
+from sampling_harness.commands.cli import main
+from sampling_harness.commands.reproduce import same_value
 
-from harness.cli import main
-from harness.reproduce import same_value
 from tests.helpers import cli
 
 
@@ -83,7 +83,7 @@ def test_an_unknown_check_lists_the_reports_checks(recorded, capsys):
 def test_several_kernels_need_kernel(recorded, tmp_path, capsys):
     def edit(report):
         twin = dict(report["checks"][0], kernel="torch-fp32",
-                    target="kernels.sample.torch_race:race_fp32")
+                    target="sampling_harness.kernels.sample.torch_race:race_fp32")
         report["checks"].append(twin)
     path = edited(recorded, tmp_path, edit)
     line = one_error_line(capsys, ["reproduce", path, "fit_curated"])

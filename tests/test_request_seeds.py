@@ -15,11 +15,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from sampling_harness.families.registry import entries, role_of
+from sampling_harness.kernels.sample.triton_inverse_cdf import inverse_cdf
+from sampling_harness.seeds import SKIPPED, takes_request_seeds
+from sampling_harness.suites.batch_invariance import (
+    INT_SEED_EDITS,
+    PER_REQUEST_EDITS,
+    Adapter,
+    Pool,
+)
 
-from harness.registry import entries, role_of
-from harness.seeds import SKIPPED, takes_request_seeds
-from kernels.sample.triton_inverse_cdf import inverse_cdf
-from suites.batch_invariance import INT_SEED_EDITS, PER_REQUEST_EDITS, Adapter, Pool
 from tests.helpers import cli, verdicts
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -154,7 +159,7 @@ def test_a_seed_tensor_on_another_device_is_one_line(name):
 
 
 def test_an_empty_input_with_zero_strides_is_guarded():
-    from harness.guard import check_guards, guarded_copy
+    from sampling_harness.run.guard import check_guards, guarded_copy
     empty = {"draft_token_ids": torch.as_tensor(np.zeros(0, np.int64)),
              "target_probs": torch.as_tensor(np.zeros((0, 5), np.float32))}
     assert empty["target_probs"].stride() == (0, 0)

@@ -4,11 +4,10 @@ import time
 
 import pytest
 import torch
-
-from harness.errors import KernelFailure
-from harness.families.sample import validate_ids
-from harness.loader import Kernel
-from harness.runner import POISONS, Runner, derive_seed, poison_allocator
+from sampling_harness.errors import KernelFailure
+from sampling_harness.families.loader import Kernel
+from sampling_harness.families.sample import validate_ids
+from sampling_harness.run.runner import POISONS, Runner, derive_seed, poison_allocator
 
 PROBS = torch.tensor([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
 
@@ -117,7 +116,7 @@ def test_a_hanging_validity_call_leaves_torch_settings_as_they_were():
     (False, 1, False),   # a GPU of its own: out of memory is the kernel's failure at once
 ])
 def test_out_of_memory_is_retried_only_on_a_shared_gpu(monkeypatch, shared, failures, passes):
-    import harness.runner as runner_module
+    import sampling_harness.run.runner as runner_module
     monkeypatch.setattr(runner_module, "SHARED_OOM_WAITS", (0.0,) * 3)
     calls = []
 
@@ -142,8 +141,8 @@ def test_a_check_whose_harness_work_runs_out_of_a_shared_gpu_is_run_again(monkey
     verdict), says so, and gives up after CHECK_OOM_WAITS; on a GPU of its own, at once."""
     from types import SimpleNamespace
 
-    import harness.check_context as check_context
-    from harness.verdict import Outcome
+    import sampling_harness.run.check_context as check_context
+    from sampling_harness.verdict import Outcome
     monkeypatch.setattr(check_context, "CHECK_OOM_WAITS", (0.0, 0.0))
 
     def failing(failures: int, attempts: list):

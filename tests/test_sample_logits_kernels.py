@@ -7,15 +7,18 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
-
-from harness.errors import KernelFailure
-from harness.families.sample_logits import validate_ids
-from harness.strategies.logits import sampling_tables
-from kernels.logprobs.torch_logprobs import kept_entries, upcast
-from kernels.sample_logits.race_noise import sorted_race
-from kernels.sample_logits.torch_sample_logits import Pieces, sample_logits_torch, with_min_p
-from kernels.sample_logits.triton_filtered_race import sample_logits_triton
-from reference.processed import process, processed_probs
+from sampling_harness.errors import KernelFailure
+from sampling_harness.families.sample_logits import validate_ids
+from sampling_harness.kernels.logprobs.torch_logprobs import kept_entries, upcast
+from sampling_harness.kernels.sample_logits.race_noise import sorted_race
+from sampling_harness.kernels.sample_logits.torch_sample_logits import (
+    Pieces,
+    sample_logits_torch,
+    with_min_p,
+)
+from sampling_harness.kernels.sample_logits.triton_filtered_race import sample_logits_triton
+from sampling_harness.reference.processed import process, processed_probs
+from sampling_harness.strategies.logits import sampling_tables
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 KERNELS = {"torch": sample_logits_torch}
@@ -92,7 +95,7 @@ def test_the_validator_names_a_greedy_row_that_is_not_the_argmax():
 def flag_counter(monkeypatch) -> list:
     """Wrap ``fallback_race`` to record how many rows each call leaves to it (the test
     synchronises; the kernel never does)."""
-    import kernels.sample_logits.triton_filtered_race as race
+    import sampling_harness.kernels.sample_logits.triton_filtered_race as race
     counts, inner = [], race.fallback_race
 
     def counted(logits, t, k, p, unresolved, ids, seed):
@@ -106,7 +109,7 @@ def test_triton_candidate_and_full_row_races_draw_the_same_ids(monkeypatch):
     """The noise is keyed by (row, column): with top-k resolved among the candidates, or
     forced through the whole-row fallback (KMAX = 0: x_(k) and the top-p threshold by
     bisection over the row), the same kept set gives the same winner."""
-    import kernels.sample_logits.triton_filtered_race as race
+    import sampling_harness.kernels.sample_logits.triton_filtered_race as race
     g = torch.Generator().manual_seed(5)
     x = torch.randn(16, 300, generator=g) * 2
     inputs = batch(x.double().numpy(), [0.8] * 8 + [1.3] * 8, [5, 20, 1, 50] * 4,
@@ -133,7 +136,7 @@ def test_triton_device_selection_agrees_with_the_sorted_race_on_hard_rows(monkey
     takes its own tier (ranks up to SMALL candidates, bisection above); 32: one program, whose
     rows all take the bisection (interpreter only: a GPU program holds one row, and the N x N
     tile of 32 rows does not compile in reasonable time)."""
-    import kernels.sample_logits.triton_filtered_race as race
+    import sampling_harness.kernels.sample_logits.triton_filtered_race as race
     monkeypatch.setattr(race, "select_rows", lambda batch, vocab, device: (rows_per_program, 4))
     g = torch.Generator().manual_seed(11)
     vocab, rows = 5000, 24
@@ -171,8 +174,8 @@ def test_triton_gpu_tiers_on_small_vocabularies_draw_the_sorted_race_ids(monkeyp
     every V (one compiled kernel for all V <= GROUPS): those tiers, run here on V far below
     them (most of each tensor masked), draw ``sorted_race``'s ids on ties, -inf entries,
     greedy rows and top-p alone."""
-    import kernels.sample_logits.triton_filtered_race as race
-    import kernels.sample_logits.triton_top_k_select as select
+    import sampling_harness.kernels.sample_logits.triton_filtered_race as race
+    import sampling_harness.kernels.sample_logits.triton_top_k_select as select
     tiers = select.tiers
     monkeypatch.setattr(select, "tiers", lambda v, groups, width, device, block_r: tiers(
         v, groups, width, torch.device("cuda"), block_r))
@@ -198,8 +201,8 @@ def test_triton_device_path_in_several_launches_draws_the_ids_of_one(monkeypatch
     ``_select_race`` into launches on one scratch. Each launch must read its own rows, write
     its own ids and key the noise by the batch row: the ids equal one launch's, row by row
     (a launch keyed by its own row 0 would repeat the draws of the first rows)."""
-    import kernels.sample_logits.triton_filtered_race as race
-    import kernels.sample_logits.triton_top_k_select as select
+    import sampling_harness.kernels.sample_logits.triton_filtered_race as race
+    import sampling_harness.kernels.sample_logits.triton_top_k_select as select
     monkeypatch.setattr(race, "select_rows", lambda batch, vocab, device: (rows_per_program, 4))
     g = torch.Generator().manual_seed(5)
     x = (torch.randn(1, 600, generator=g) * 0.5).repeat(11, 1)    # one row, eleven times
@@ -217,7 +220,7 @@ def test_triton_held_scratch_is_never_read_before_it_is_written():
     allocator poison no longer reaches them. Poison it by hand between two calls with the
     same seed: a kernel that read a candidate or group slot before writing it would change
     its ids."""
-    from kernels import split_scratch
+    from sampling_harness.kernels import split_scratch
     g = torch.Generator().manual_seed(9)
     x = (torch.randn(6, 3000, generator=g) * 2).double().numpy()
     inputs = batch(x, [0.9, 0.0, 1.2, 0.7, 1.0, 0.5], [30, 5, 200, 1, 64, 12],
@@ -254,8 +257,8 @@ def test_triton_race_in_tiles_draws_the_ids_of_one_tile(monkeypatch):
     ids, the ids of one tile."""
     import functools
 
-    import kernels.sample_logits.triton_filtered_race as race
-    import kernels.sample_logits.triton_top_k_select as select
+    import sampling_harness.kernels.sample_logits.triton_filtered_race as race
+    import sampling_harness.kernels.sample_logits.triton_top_k_select as select
     g = torch.Generator().manual_seed(13)
     x = (torch.randn(6, 2000, generator=g) * 0.3).double()
     x[1, ::50] = 4.0                          # 40 tied heads of a greedy row, in many tiles
@@ -278,8 +281,8 @@ def test_triton_top_p_alone_on_the_candidates_the_fallback_and_a_sort_agree(monk
     the whole-row fallback (NUCLEUS_GROUPS = 1: one group's candidates with their ties hold
     only the sets of rows 2, 4 and 5), and ``sorted_race`` (a sort, then torch's race).
     Flat rows must reach the fallback from the candidates too."""
-    import kernels.sample_logits.triton_filtered_race as race
-    import kernels.sample_logits.triton_top_k_select as select
+    import sampling_harness.kernels.sample_logits.triton_filtered_race as race
+    import sampling_harness.kernels.sample_logits.triton_top_k_select as select
     inputs = nucleus_rows()
     flagged = flag_counter(monkeypatch)
     for seed in range(2):
@@ -299,8 +302,8 @@ def test_triton_fallback_split_across_programs_draws_the_ids_of_one(monkeypatch)
     row's last program through a ticket, draws the ids of one program per row (a merge
     that kept the last split's partial, or a ticket left unreset for the next call, would
     not)."""
-    import kernels.sample_logits.triton_filtered_race as race
-    import kernels.sample_logits.triton_row_fallback as fallback
+    import sampling_harness.kernels.sample_logits.triton_filtered_race as race
+    import sampling_harness.kernels.sample_logits.triton_row_fallback as fallback
     inputs = nucleus_rows(vocab=1500)
     inputs["top_p"][:] = 1.0                                # no filter: all to the fallback
     inputs["top_k"][4:] = 1100                              # k > KMAX: all to the fallback
@@ -321,7 +324,9 @@ def test_triton_call_never_synchronises_and_replays_in_a_cuda_graph():
     """Every path (greedy, top-k, top-p alone on the candidates and in the fallback, no
     filter, k > KMAX) in one batch: the call raises under torch's sync debug mode "error"
     if anything synchronises, and a CUDA graph of it replays the eager ids."""
-    from kernels.sample_logits.triton_filtered_race import sample_logits_triton as fn
+    from sampling_harness.kernels.sample_logits.triton_filtered_race import (
+        sample_logits_triton as fn,
+    )
     inputs = nucleus_rows()
     inputs["top_k"][[5, 6]] = torch.tensor([50, 2000], device=DEVICE)
     inputs["temperature"][3] = 0.0
@@ -410,7 +415,7 @@ def test_torch_kept_set_lies_between_the_references_certain_and_possible(table):
 
 
 def test_min_p_goes_by_keyword_only_where_given_and_only_to_kernels_that_take_it():
-    from harness.families import FAMILIES, accepts
+    from sampling_harness.families import FAMILIES, accepts
     family, seen = FAMILIES["sample-logits"], []
 
     def old(logits, temperature, top_k, top_p, seed):
@@ -431,8 +436,7 @@ def test_min_p_goes_by_keyword_only_where_given_and_only_to_kernels_that_take_it
 def test_plain_int_launch_arithmetic_equals_tritons():
     """The wrappers' cdiv and next_power_of_2 (plain ints, for host time) equal Triton's."""
     import triton
-
-    from kernels.split_scratch import cdiv, next_power_of_2
+    from sampling_harness.kernels.split_scratch import cdiv, next_power_of_2
     for n in [*range(1, 2100), 151936, 2**20 + 1]:
         assert next_power_of_2(n) == triton.next_power_of_2(n)
         for d in (1, 3, 16, 1024):
@@ -443,7 +447,7 @@ def test_group_buffers_are_held_for_engine_batches_and_fresh_for_large_ones(monk
     """Up to HELD_GROUP_ENTRIES the group buffers are one held set (the same storage on the
     next call); above it each call allocates its own, so a check's batch of many short rows
     holds nothing once it returns."""
-    import kernels.sample_logits.triton_filtered_race as race
+    import sampling_harness.kernels.sample_logits.triton_filtered_race as race
     cpu = torch.device("cpu")
     held = race.group_buffers(1000, cpu)
     assert [b.data_ptr() for b in race.group_buffers(900, cpu)] == [b.data_ptr() for b in held]

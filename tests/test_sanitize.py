@@ -4,8 +4,8 @@ The logs below are compute-sanitizer's own output on an H100 (CUDA 13, 2026-11-2
 
 import pytest
 import torch
+from sampling_harness.run.sanitize import judge, parse_log, require_tool, total_errors
 
-from harness.sanitize import judge, parse_log, require_tool, total_errors
 from tests.helpers import cli
 
 MEMCHECK = """\
@@ -87,7 +87,7 @@ def test_the_error_count_comes_from_the_summary_past_the_print_limit():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU path")
 def test_sanitize_without_a_gpu_is_one_line_and_exit_2(tmp_path):
-    from harness.errors import HarnessError
+    from sampling_harness.errors import HarnessError
     with pytest.raises(HarnessError, match="needs a CUDA GPU"):
         require_tool("memcheck", torch.device("cpu"))
     code, output, report = cli("check", "sample", "--sanitize", "memcheck", report_dir=tmp_path)

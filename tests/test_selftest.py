@@ -1,4 +1,5 @@
-"""The harness run on its own kernels, through ``harness.selftest`` (what ``sampling-harness
+"""The harness run on its own kernels, through
+``sampling_harness.commands.selftest`` (what ``sampling-harness
 selftest all`` runs): every registered kernel passes and every baseline meets its stated
 expectation; every mutant fails the checks its metadata names, at the budget named there.
 That every declared check has a mutant naming it is tests/test_declared_checks.py.
@@ -14,10 +15,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from sampling_harness.commands import selftest
+from sampling_harness.families import FAMILIES
+from sampling_harness.families.registry import default_kernels
 
-from harness import selftest
-from harness.families import FAMILIES
-from harness.registry import default_kernels
 from tests.helpers import cli
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"

@@ -5,8 +5,7 @@ import gc
 import weakref
 
 import torch
-
-from kernels import split_scratch as scratch
+from sampling_harness.kernels import split_scratch as scratch
 
 
 def test_growth_keeps_the_replaced_scratch_and_at_least_doubles():

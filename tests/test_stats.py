@@ -1,4 +1,4 @@
-"""Calibration tests for harness.stats: chi-square pooling and power, exact binomial tests,
+"""Calibration tests for sampling_harness.stats: chi-square pooling and power, exact binomial tests,
 and the Bonferroni budget split. Simulations use fixed seeds, and each count of simulated
 rejections is judged against an exact binomial acceptance region at level 1e-6."""
 
@@ -10,9 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
-
-from harness.stats.binomial import (
+from sampling_harness.stats.binomial import (
     equal_tailed_p,
     fraction_schedule,
     looks_alpha,
@@ -21,7 +19,7 @@ from harness.stats.binomial import (
     never_rate,
     rejection_bounds,
 )
-from harness.stats.chisquare import (
+from sampling_harness.stats.chisquare import (
     MIN_EXPECTED,
     chisquare_gof,
     min_detectable_tv,
@@ -30,7 +28,8 @@ from harness.stats.chisquare import (
     pooled,
     samples_for_tv,
 )
-from harness.stats.multiple import adjusted_p, bonferroni
+from sampling_harness.stats.multiple import adjusted_p, bonferroni
+from scipy import stats
 
 SIM_LEVEL = 1e-6  # chance that a correct simulation test fails by bad luck
 REL = 1e-9  # float slack when comparing sums that were accumulated in different orders
@@ -289,9 +288,8 @@ def test_group_sequential_false_fail_rate():
 def test_min_detectable_excess_is_where_the_upper_tail_rejects_with_the_power():
     """At the stated excess the upper half of the equal-tailed test (level alpha / 2)
     rejects with probability 0.99; at 80 % of it, with less."""
+    from sampling_harness.suites.rare_wins import min_detectable_excess
     from scipy import stats
-
-    from suites.rare_wins import min_detectable_excess
 
     n, p, alpha = 2**22, 1e-9, 1e-7
     excess = min_detectable_excess(n, p, alpha, 0.99)

@@ -17,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-icdf = pytest.importorskip("kernels.sample.triton_inverse_cdf")
+icdf = pytest.importorskip("sampling_harness.kernels.sample.triton_inverse_cdf")
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
@@ -127,7 +127,7 @@ def test_race_launch_knobs_keep_the_draws(monkeypatch):
     """triton-exact's sweep knobs (issue 10: late chunk noise, splits)
     never change its draws: the ids are identical under every setting (one row per
     program and one warp throughout: those order the float32 chunk sums)."""
-    race = pytest.importorskip("kernels.sample.triton_race")
+    race = pytest.importorskip("sampling_harness.kernels.sample.triton_race")
     probs = probs_batch(3, 9001, 11)
     seen = set()
     for late, shape in [(False, (1, 1)), (True, (1, 1)), (True, (1, 3)), (False, (1, 3)),

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-triton_race = pytest.importorskip("kernels.sample.triton_race")
+triton_race = pytest.importorskip("sampling_harness.kernels.sample.triton_race")
 
-from reference.categorical import (  # noqa: E402
+from sampling_harness.reference.categorical import (  # noqa: E402
     chunked_race_winner,
     exponential_from_bits,
 )

@@ -13,10 +13,9 @@ import xml.etree.ElementTree as ET
 from types import SimpleNamespace
 
 import pytest
-
-from harness import xdist_gpus
-from harness.cli import main
-from harness.errors import HarnessError
+from sampling_harness.commands.cli import main
+from sampling_harness.errors import HarnessError
+from sampling_harness.scale import xdist_gpus
 
 pytest.importorskip("xdist")
 
@@ -46,7 +45,7 @@ def test_two_workers_merge_into_the_one_process_report_and_lose_only_a_crashed_c
     kernel = tmp_path / "dies.py"
     kernel.write_text(KERNEL)
     env = {**os.environ, "HARNESS_TEST_FLAG": str(tmp_path / "flag")}
-    args = [sys.executable, "-m", "harness.cli", "check", "sample", "--kernel",
+    args = [sys.executable, "-m", "sampling_harness", "check", "sample", "--kernel",
             f"{kernel}:dies_once", "--budget", "smoke", "--device", "cpu", "-k", SELECTION]
     spread = subprocess.run([*args, "--gpus", "2", "--report-dir", str(tmp_path / "spread")],
                             capture_output=True, text=True, env=env, timeout=600)
@@ -104,7 +103,7 @@ def test_each_worker_is_pinned_to_one_gpu(monkeypatch):
 def test_gpu_workers_share_one_compile_per_variant(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     monkeypatch.delenv("TRITON_CACHE_MANAGER", raising=False)
-    lock = "TRITON_CACHE_MANAGER=harness.compile_lock:LockingCacheManager"
+    lock = "TRITON_CACHE_MANAGER=sampling_harness.scale.compile_lock:LockingCacheManager"
     assert xdist_gpus.worker_specs(1, "cuda", count=1, per_gpu=2) == [
         f"popen//env:{lock}//env:CUDA_VISIBLE_DEVICES=0"] * 2
     assert xdist_gpus.worker_specs(1, "cpu", per_gpu=2) == ["popen"] * 2   # nothing compiles
@@ -146,7 +145,7 @@ def test_workers_start_the_many_shape_checks_of_kernels_under_test_first():
     kernels under test before baselines, the kernels taking turns, otherwise as collected."""
     from types import SimpleNamespace
 
-    from harness.schedule import many_shapes_first
+    from sampling_harness.scale.schedule import many_shapes_first
 
     def item(name, many, role, kernel=None):
         marker = object() if many else None

@@ -14,8 +14,7 @@ target probs by a float32 softmax and hands them to the project's torch kernel).
 import itertools
 
 import torch
-
-from kernels.rejection.torch_rejection import rejection_torch
+from sampling_harness.kernels.rejection.torch_rejection import rejection_torch
 
 
 def engine_rejection_sample(target_logits, cu_num_draft_tokens, draft_token_ids, draft_probs,

@@ -3,9 +3,9 @@ measures its runs are checked by (metrics.py). Its parts are kernels reached by 
 
 from __future__ import annotations
 
-from harness.engine.engine import Engine, EngineConfig, EngineRun, Parts, Request
-from harness.engine.toy import ToyModel
-from harness.loader import load
+from sampling_harness.engine.engine import Engine, EngineConfig, EngineRun, Parts, Request
+from sampling_harness.engine.toy import ToyModel
+from sampling_harness.families.loader import load
 
 DEFAULT_PARTS = {"proposer": ("spec-decode", "torch-proposer"),
                  "handover": ("draft-probs", "torch-draft-probs"),

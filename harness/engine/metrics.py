@@ -21,10 +21,9 @@ import math
 
 import numpy as np
 import torch
+from sampling_harness.engine.toy import ToyModel
+from sampling_harness.reference.processed import logprob_tolerance, logprobs
 from scipy import optimize
-
-from harness.engine.toy import ToyModel
-from reference.processed import logprob_tolerance, logprobs
 
 LEVELS = 40
 

@@ -20,8 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
-
-from harness.errors import HarnessError
+from sampling_harness.errors import HarnessError
 
 
 @dataclass(frozen=True)
@@ -145,6 +144,8 @@ def accepts(fn: Callable, option: str) -> bool:
 def _discover() -> dict[str, Family]:
     found: dict[str, Family] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name in ("registry", "loader"):
+            continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         family = getattr(module, "FAMILY", None)
         if isinstance(family, Family):

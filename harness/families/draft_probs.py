@@ -22,9 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-
-from harness.errors import KernelFailure
-from harness.families import BenchSpec, Check, Family
+from sampling_harness.errors import KernelFailure
+from sampling_harness.families import BenchSpec, Check, Family
 
 
 @dataclass(frozen=True)

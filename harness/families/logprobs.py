@@ -23,9 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-
-from harness.errors import KernelFailure
-from harness.families import BenchSpec, Check, Family
+from sampling_harness.errors import KernelFailure
+from sampling_harness.families import BenchSpec, Check, Family
 
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 

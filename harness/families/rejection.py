@@ -32,9 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-
-from harness.errors import KernelFailure
-from harness.families import BenchSpec, Check, Family
+from sampling_harness.errors import KernelFailure
+from sampling_harness.families import BenchSpec, Check, Family
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ unseeded request: then row r's id depends only on (seed[r], probs[r]), whatever 
 the batch size and its batch-mates' rows and seeds; an unseeded row draws anew each call.
 
 Read-only inputs: none. probs may be overwritten; a write past its ends fails the call
-(harness/guard.py).
+(harness/run/guard.py).
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-
-from harness.errors import KernelFailure
-from harness.families import BenchSpec, Check, Family
+from sampling_harness.errors import KernelFailure
+from sampling_harness.families import BenchSpec, Check, Family
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ is kept by top-k and top-p is judged by the checks, against the float64 referenc
 ambiguity classifier (a per-call sort here would double the cost of every draw).
 
 Read-only inputs: temperature, top_k, top_p, min_p. logits may be overwritten (engines divide by
-the temperature and mask in place); a write past its ends still fails (harness/guard.py).
+the temperature and mask in place); a write past its ends still fails (harness/run/guard.py).
 """
 
 from __future__ import annotations
@@ -53,10 +53,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-
-from harness.errors import KernelFailure
-from harness.families import BenchSpec, Check, Family
-from harness.families.sample import token_ids
+from sampling_harness.errors import KernelFailure
+from sampling_harness.families import BenchSpec, Check, Family
+from sampling_harness.families.sample import token_ids
 
 
 @dataclass(frozen=True)

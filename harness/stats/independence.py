@@ -13,11 +13,10 @@ outcomes (indices 0..K-1). Under H0 the pair has law p_a p_b, so
 from __future__ import annotations
 
 import numpy as np
-
-from harness.stats.binomial import min_detectable_rate, upper_p
-from harness.stats.chisquare import chisquare_gof
-from harness.stats.multiple import adjusted_p
-from reference.categorical import collision_probability, pair_probs
+from sampling_harness.reference.categorical import collision_probability, pair_probs
+from sampling_harness.stats.binomial import min_detectable_rate, upper_p
+from sampling_harness.stats.chisquare import chisquare_gof
+from sampling_harness.stats.multiple import adjusted_p
 
 
 def pair_tests(x: np.ndarray, y: np.ndarray, p: np.ndarray, alpha: float, power: float):

@@ -4,7 +4,7 @@
 target and draft laws (family ``rejection``).
 """
 
-from harness.strategies.probs import (  # noqa: F401  (the names suites import)
+from sampling_harness.strategies.probs import (  # noqa: F401  (the names suites import)
     AWKWARD_VOCABS,
     logit_shapes,
     normalised,

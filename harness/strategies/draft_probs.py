@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from hypothesis import strategies as st
-
-from harness.strategies.probs import row_seeds
+from sampling_harness.strategies.probs import row_seeds
 
 
 def request_ids(count: int, prefix: str = "req") -> st.SearchStrategy[list[str]]:

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import strategies as st
-
-from harness.strategies.probs import normalised, probs_rows, row_seeds, vocab_sizes
-from reference.rejection import RejectionLaws
+from sampling_harness.reference.rejection import RejectionLaws
+from sampling_harness.strategies.probs import normalised, probs_rows, row_seeds, vocab_sizes
 
 LAW_KINDS = ("independent", "equal", "near-equal", "q-mass-where-p-has-none", "p-zeros",
              "ties", "one-hot")

@@ -57,9 +57,13 @@ import numpy as np
 import torch
 import triton
 import triton.language as tl
-
-from kernels.logprobs.torch_logprobs import kept_entries
-from kernels.split_scratch import cdiv, multiprocessors, next_power_of_2, split_scratch
+from sampling_harness.kernels.logprobs.torch_logprobs import kept_entries
+from sampling_harness.kernels.split_scratch import (
+    cdiv,
+    multiprocessors,
+    next_power_of_2,
+    split_scratch,
+)
 
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 LOWEST = tl.constexpr(-3.4028234663852886e38)   # the lowest finite float32

@@ -10,14 +10,16 @@ batch-invariant inference measurement of 80 distinct completions in 1,000 runs o
 from __future__ import annotations
 
 import torch
-
-from kernels.meta import mutant, per_request_seeds
-from kernels.rejection.torch_rejection import Pieces as RejectionPieces
-from kernels.rejection.torch_rejection import rejection_sample
-from kernels.request_seeds import UNSEEDED, request_seeds, row_generators
-from kernels.sample.torch_race import exponential_noise, seeded_generator
-from kernels.sample_logits.torch_sample_logits import Pieces as LogitsPieces
-from kernels.sample_logits.torch_sample_logits import exponential64, sample_logits_with
+from sampling_harness.kernels.meta import mutant, per_request_seeds
+from sampling_harness.kernels.rejection.torch_rejection import Pieces as RejectionPieces
+from sampling_harness.kernels.rejection.torch_rejection import rejection_sample
+from sampling_harness.kernels.request_seeds import UNSEEDED, request_seeds, row_generators
+from sampling_harness.kernels.sample.torch_race import exponential_noise, seeded_generator
+from sampling_harness.kernels.sample_logits.torch_sample_logits import Pieces as LogitsPieces
+from sampling_harness.kernels.sample_logits.torch_sample_logits import (
+    exponential64,
+    sample_logits_with,
+)
 
 
 def _race64(probs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:

@@ -5,9 +5,8 @@ num_draft_tokens)."""
 from __future__ import annotations
 
 import torch
-
-from kernels.draft_probs.torch_draft_probs import draft_probs_torch
-from kernels.meta import mutant
+from sampling_harness.kernels.draft_probs.torch_draft_probs import draft_probs_torch
+from sampling_harness.kernels.meta import mutant
 
 
 @mutant(("curated", "generated"), "quick",

@@ -8,8 +8,7 @@ everything but the bug is the clean kernel. All take the contract's arguments in
 from __future__ import annotations
 
 import torch
-
-from kernels.logprobs.torch_logprobs import (
+from sampling_harness.kernels.logprobs.torch_logprobs import (
     Pieces,
     logprobs_with,
     mode_values,
@@ -17,7 +16,7 @@ from kernels.logprobs.torch_logprobs import (
     top_k_keep,
     top_p_keep,
 )
-from kernels.meta import mutant
+from sampling_harness.kernels.meta import mutant
 
 
 def _logits_for_raw_logprobs(mode, raw, processed, log_softmax):

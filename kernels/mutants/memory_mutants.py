@@ -1,7 +1,7 @@
 """Kernels that corrupt memory, one field bug each (registered in pyproject.toml).
 
 Their outputs are right, or nearly: what is wrong is where they write or what they read.
-Two are caught by the harness's guard bands on any device (harness/guard.py); the others
+Two are caught by the harness's guard bands on any device (harness/run/guard.py); the others
 only by compute-sanitizer on a GPU (``--sanitize``; registered with their tool), because
 their stray store lands in the padding of a CUDA allocation, or their stray read is
 overwritten before anyone looks. Those are never run on a CPU: there a store past a malloc
@@ -13,11 +13,10 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-
-from kernels.logprobs.torch_logprobs import logprobs_torch
-from kernels.meta import mutant
-from kernels.rejection.torch_rejection import rejection_torch
-from kernels.sample.torch_race import race_fp64
+from sampling_harness.kernels.logprobs.torch_logprobs import logprobs_torch
+from sampling_harness.kernels.meta import mutant
+from sampling_harness.kernels.rejection.torch_rejection import rejection_torch
+from sampling_harness.kernels.sample.torch_race import race_fp64
 
 BLOCK = 1024
 BIG_BLOCK = 1 << 16     # few programs: the Triton interpreter pays per program

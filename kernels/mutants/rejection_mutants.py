@@ -11,9 +11,8 @@ from __future__ import annotations
 from functools import partial
 
 import torch
-
-from kernels.meta import mutant
-from kernels.rejection.torch_rejection import (
+from sampling_harness.kernels.meta import mutant
+from sampling_harness.kernels.rejection.torch_rejection import (
     Draws,
     Pieces,
     race,
@@ -21,7 +20,7 @@ from kernels.rejection.torch_rejection import (
     rejection_torch,
     request_grid,
 )
-from kernels.sample.torch_race import seeded_generator
+from sampling_harness.kernels.sample.torch_race import seeded_generator
 
 
 @mutant(("validity", "acceptance_length"), "quick",

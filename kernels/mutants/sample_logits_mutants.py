@@ -9,13 +9,16 @@ seed).
 from __future__ import annotations
 
 import torch
-
-from kernels.logprobs.torch_logprobs import Pieces as Processing
-from kernels.logprobs.torch_logprobs import top_k_keep, top_p_keep
-from kernels.meta import mutant
-from kernels.mutants.logprobs_mutants import scale_twice, top_k_exact, top_p_inclusive
-from kernels.sample.torch_race import seeded_generator
-from kernels.sample_logits.torch_sample_logits import (
+from sampling_harness.kernels.logprobs.torch_logprobs import Pieces as Processing
+from sampling_harness.kernels.logprobs.torch_logprobs import top_k_keep, top_p_keep
+from sampling_harness.kernels.meta import mutant
+from sampling_harness.kernels.mutants.logprobs_mutants import (
+    scale_twice,
+    top_k_exact,
+    top_p_inclusive,
+)
+from sampling_harness.kernels.sample.torch_race import seeded_generator
+from sampling_harness.kernels.sample_logits.torch_sample_logits import (
     Pieces,
     exponential64,
     min_p_keep,

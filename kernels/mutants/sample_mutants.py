@@ -3,9 +3,8 @@
 import time
 
 import torch
-
-from kernels.meta import mutant
-from kernels.sample.torch_race import seeded_generator
+from sampling_harness.kernels.meta import mutant
+from sampling_harness.kernels.sample.torch_race import seeded_generator
 
 
 def _race64(probs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:

@@ -5,9 +5,8 @@ previous_drafts, num_spec_tokens, max_model_len, lookahead, seed)."""
 from __future__ import annotations
 
 import torch
-
-from kernels.meta import mutant
-from kernels.spec_decode.torch_proposer import draw_drafts, has_room
+from sampling_harness.kernels.meta import mutant
+from sampling_harness.kernels.spec_decode.torch_proposer import draw_drafts, has_room
 
 
 @mutant(("tme", "length"), "quick",

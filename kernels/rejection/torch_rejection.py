@@ -38,9 +38,8 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-
-from kernels.counter_uniforms import request_keys, uniforms
-from kernels.meta import per_request_seeds
+from sampling_harness.kernels.counter_uniforms import request_keys, uniforms
+from sampling_harness.kernels.meta import per_request_seeds
 
 
 class Layout(NamedTuple):

@@ -7,7 +7,8 @@ u_i = (hi 2^21 + floor(lo / 2^11)) 2^-53 comes from the two Philox words of coun
 ACCEPT_BIT + b 2^20 + i. A = the first rejected position (n_b if none). At A < n_b it emits
 argmax_v w(v) / e_v over the residual w = max(p_A - q_A, 0) (q one-hot at d_A without draft
 probs), raced exactly as triton-exact races row b of a [B, V] probs: ``race_bits(B, V, seed)``
-of kernels.sample.triton_race gives the very words. A greedy request walks its positions in
+of sampling_harness.kernels.sample.triton_race gives the very words. A greedy request walks its
+positions in
 order, each an argmax of p_i (the first maximum); A = the first mismatch, which emits that
 argmax. At A = n_b the bonus token follows. Slot j holds d_j (j < A), the emitted token
 (j = A), then -1. With per-request seeds (an int64 [B] ``seed``), request b's counters are
@@ -34,17 +35,16 @@ import numpy as np
 import torch
 import triton
 import triton.language as tl
-
-from kernels.meta import per_request_seeds
-from kernels.sample.triton_race import (
+from sampling_harness.kernels.meta import per_request_seeds
+from sampling_harness.kernels.sample.triton_race import (
     chunk_noise,
     chunk_probs,
     keep_best,
     quarter_width,
     race_chunk,
 )
-from kernels.split_scratch import cdiv, next_power_of_2
-from kernels.triton_seeds import philox_key, seed_argument
+from sampling_harness.kernels.split_scratch import cdiv, next_power_of_2
+from sampling_harness.kernels.triton_seeds import philox_key, seed_argument
 
 ACCEPT_BIT = tl.constexpr(1 << 60)   # acceptance words: counters b 2^20 + i with bit 60 set
 POSITION_BITS = 20                   # positions per request in the acceptance counters

@@ -9,9 +9,8 @@ and read by the argmax: about 5 passes over B x V (float64 noise: twice the byte
 """
 
 import torch
-
-from kernels.meta import baseline, per_request_seeds
-from kernels.request_seeds import request_seeds, row_generators
+from sampling_harness.kernels.meta import baseline, per_request_seeds
+from sampling_harness.kernels.request_seeds import request_seeds, row_generators
 
 
 def seeded_generator(device: torch.device, seed: int) -> torch.Generator | None:

@@ -25,11 +25,15 @@ graph (call it once before capture so the scratch exists).
 import torch
 import triton
 import triton.language as tl
-
-from kernels.meta import per_request_seeds
-from kernels.sample.triton_race import float32_rows
-from kernels.split_scratch import cdiv, multiprocessors, next_power_of_2, split_scratch
-from kernels.triton_seeds import philox_key, seed_argument
+from sampling_harness.kernels.meta import per_request_seeds
+from sampling_harness.kernels.sample.triton_race import float32_rows
+from sampling_harness.kernels.split_scratch import (
+    cdiv,
+    multiprocessors,
+    next_power_of_2,
+    split_scratch,
+)
+from sampling_harness.kernels.triton_seeds import philox_key, seed_argument
 
 GPU_WARPS, GPU_PROGRAMS_PER_SM, GPU_STAGES = 4, 1, 3   # launch knobs (swept on a GPU)
 GPU_CHUNK = 0    # chunk width override for sweeps (0: chunk_width(V))

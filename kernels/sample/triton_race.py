@@ -26,10 +26,14 @@ launch per call. No noise tensor in memory. Per-request seeds: 8 B per row and p
 import torch
 import triton
 import triton.language as tl
-
-from kernels.meta import per_request_seeds
-from kernels.split_scratch import cdiv, multiprocessors, next_power_of_2, split_scratch
-from kernels.triton_seeds import philox_key, seed_argument
+from sampling_harness.kernels.meta import per_request_seeds
+from sampling_harness.kernels.split_scratch import (
+    cdiv,
+    multiprocessors,
+    next_power_of_2,
+    split_scratch,
+)
+from sampling_harness.kernels.triton_seeds import philox_key, seed_argument
 
 REFINE_BELOW = tl.constexpr(4096)      # main words within 2^12 of either end get 32 more bits
 REFINE_BIT = tl.constexpr(1 << 62)     # refinement words: token counters with bit 62 set

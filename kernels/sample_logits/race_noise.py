@@ -17,11 +17,10 @@ instead): the tests' and scripts/fuzz_sample_logits.py's oracle.
 import torch
 import triton
 import triton.language as tl
-
-from kernels.logprobs.torch_logprobs import kept_entries
-from kernels.sample.triton_race import REFINE_BELOW, exponential, fold
-from kernels.split_scratch import next_power_of_2
-from kernels.triton_seeds import philox_key
+from sampling_harness.kernels.logprobs.torch_logprobs import kept_entries
+from sampling_harness.kernels.sample.triton_race import REFINE_BELOW, exponential, fold
+from sampling_harness.kernels.split_scratch import next_power_of_2
+from sampling_harness.kernels.triton_seeds import philox_key
 
 
 @triton.jit

@@ -31,11 +31,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import torch
-
-from kernels.logprobs.torch_logprobs import Pieces as Processing
-from kernels.logprobs.torch_logprobs import kept_entries, upcast
-from kernels.meta import per_request_seeds
-from kernels.sample.torch_race import exponential_noise
+from sampling_harness.kernels.logprobs.torch_logprobs import Pieces as Processing
+from sampling_harness.kernels.logprobs.torch_logprobs import kept_entries, upcast
+from sampling_harness.kernels.meta import per_request_seeds
+from sampling_harness.kernels.sample.torch_race import exponential_noise
 
 NEG_INF = float("-inf")
 

@@ -43,14 +43,13 @@ buffers and the select's scratch are held per (device, stream) for engine-sized 
 import torch
 import triton
 import triton.language as tl
-
-from kernels.meta import per_request_seeds
-from kernels.sample_logits import triton_top_k_select as select
-from kernels.sample_logits.race_noise import finite_or_masked
-from kernels.sample_logits.triton_row_fallback import fallback_race
-from kernels.sample_logits.triton_top_k_select import GROUPS
-from kernels.split_scratch import cdiv, next_power_of_2, split_scratch
-from kernels.triton_seeds import seed_argument
+from sampling_harness.kernels.meta import per_request_seeds
+from sampling_harness.kernels.sample_logits import triton_top_k_select as select
+from sampling_harness.kernels.sample_logits.race_noise import finite_or_masked
+from sampling_harness.kernels.sample_logits.triton_row_fallback import fallback_race
+from sampling_harness.kernels.sample_logits.triton_top_k_select import GROUPS
+from sampling_harness.kernels.split_scratch import cdiv, next_power_of_2, split_scratch
+from sampling_harness.kernels.triton_seeds import seed_argument
 
 KMAX = 1024
 CPU_TILE = 2**20                  # entries a program of _group_max holds on a CPU (Triton's

@@ -35,11 +35,15 @@ KMAX with or without top-p, top-p alone with a peaked head) never come here.
 import torch
 import triton
 import triton.language as tl
-
-from kernels.sample.triton_race import publish_split
-from kernels.sample_logits.race_noise import finite_or_masked, scores
-from kernels.sample_logits.triton_top_k_select import ordered, value_of_key
-from kernels.split_scratch import cdiv, multiprocessors, next_power_of_2, split_scratch
+from sampling_harness.kernels.sample.triton_race import publish_split
+from sampling_harness.kernels.sample_logits.race_noise import finite_or_masked, scores
+from sampling_harness.kernels.sample_logits.triton_top_k_select import ordered, value_of_key
+from sampling_harness.kernels.split_scratch import (
+    cdiv,
+    multiprocessors,
+    next_power_of_2,
+    split_scratch,
+)
 
 KEY_NEG_INF = tl.constexpr(-2139095041)   # ordered(-inf)
 KEY_POS_INF = tl.constexpr(2139095040)    # ordered(+inf)

@@ -38,9 +38,8 @@ back (8 B each, L2); one id and one flag written.
 import torch
 import triton
 import triton.language as tl
-
-from kernels.sample_logits.race_noise import finite_or_masked, scores
-from kernels.split_scratch import cdiv, next_power_of_2, split_scratch
+from sampling_harness.kernels.sample_logits.race_noise import finite_or_masked, scores
+from sampling_harness.kernels.split_scratch import cdiv, next_power_of_2, split_scratch
 
 CMAX = tl.constexpr(2048)      # candidates a row may gather
 GPU_SMALL, CPU_SMALL = 128, 16  # up to this many candidates: thresholds by rank (an N x N

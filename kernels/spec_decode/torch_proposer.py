@@ -18,8 +18,7 @@ and R x V float64 noise.
 from __future__ import annotations
 
 import torch
-
-from kernels.sample.torch_race import seeded_generator
+from sampling_harness.kernels.sample.torch_race import seeded_generator
 
 
 def table_rows(sequences: list[list[int]], context: int, vocab: int) -> list[int]:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-
-from reference.draft_probs import handed_over
+from sampling_harness.reference.draft_probs import handed_over
 
 
 def on_device(batch: dict, device) -> dict:

@@ -6,9 +6,8 @@ output equals the reference's, under two allocator poisons; no alpha is spent.""
 from __future__ import annotations
 
 import pytest
-
-from harness.verdict import Outcome
-from suites.draft_probs.handover import curated_batches, describe, mismatch
+from sampling_harness.suites.draft_probs.handover import curated_batches, describe, mismatch
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("draft-probs")
 

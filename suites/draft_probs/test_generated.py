@@ -8,10 +8,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
-
-from harness.strategies.draft_probs import handover_batches
-from harness.verdict import Outcome
-from suites.draft_probs.handover import describe, mismatch
+from sampling_harness.strategies.draft_probs import handover_batches
+from sampling_harness.suites.draft_probs.handover import describe, mismatch
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("draft-probs")
 

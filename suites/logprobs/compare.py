@@ -24,9 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-
-from harness.plots import errors_plot
-from reference.processed import (
+from sampling_harness.reference.processed import (
     U32,
     logprob_tolerance,
     mode_bounds,
@@ -34,6 +32,7 @@ from reference.processed import (
     process,
     tme,
 )
+from sampling_harness.report.plots import errors_plot
 
 
 def tolerances(batch: dict, mode: str) -> np.ndarray:

@@ -19,12 +19,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from sampling_harness.reference.processed import logprob_tolerance
+from sampling_harness.suites.logprobs.batches import DTYPES, curated
+from sampling_harness.suites.logprobs.runs import on_device, run_modes, summarise
+from sampling_harness.verdict import Outcome
 from scipy.special import logsumexp
-
-from harness.verdict import Outcome
-from reference.processed import logprob_tolerance
-from suites.logprobs.batches import DTYPES, curated
-from suites.logprobs.runs import on_device, run_modes, summarise
 
 pytestmark = pytest.mark.family("logprobs")
 

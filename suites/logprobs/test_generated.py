@@ -9,10 +9,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
-
-from harness.strategies.logits import logprob_batches
-from harness.verdict import Outcome
-from suites.logprobs.runs import run_modes, summarise
+from sampling_harness.strategies.logits import logprob_batches
+from sampling_harness.suites.logprobs.runs import run_modes, summarise
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("logprobs")
 

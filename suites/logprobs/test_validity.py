@@ -13,11 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from harness.families.logprobs import MODES
-from harness.verdict import Outcome
-from suites.logprobs.batches import curated
-from suites.logprobs.runs import on_device, run_modes
+from sampling_harness.families.logprobs import MODES
+from sampling_harness.suites.logprobs.batches import curated
+from sampling_harness.suites.logprobs.runs import on_device, run_modes
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("logprobs")
 

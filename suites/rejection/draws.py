@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-
-from reference.rejection import RejectionLaws
+from sampling_harness.reference.rejection import RejectionLaws
 
 
 def batch_inputs(laws: RejectionLaws, drafts: torch.Tensor | None, replicas: int,

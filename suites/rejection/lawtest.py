@@ -12,11 +12,10 @@ with exact float64 law ``law``. Two tests:
 from __future__ import annotations
 
 import numpy as np
-
-from harness.plots import counts_plot, pop_plot
-from harness.stats.chisquare import chisquare_gof, min_detectable_tv, pool_bins
-from harness.stats.multiple import adjusted_p
-from harness.verdict import Outcome
+from sampling_harness.report.plots import counts_plot, pop_plot
+from sampling_harness.stats.chisquare import chisquare_gof, min_detectable_tv, pool_bins
+from sampling_harness.stats.multiple import adjusted_p
+from sampling_harness.verdict import Outcome
 
 
 def law_test(name: str, counts: np.ndarray, law: np.ndarray, alpha: float, power: float,

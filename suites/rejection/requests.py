@@ -8,9 +8,8 @@ random positions, never at token 0, so an index bug cannot hide behind symmetry.
 from __future__ import annotations
 
 import numpy as np
-
-from harness.strategies.probs import normalised
-from reference.rejection import RejectionLaws
+from sampling_harness.reference.rejection import RejectionLaws
+from sampling_harness.strategies.probs import normalised
 
 
 def tilted_pair(vocab: int, rng: np.random.Generator, tilt: float) -> tuple[np.ndarray, ...]:

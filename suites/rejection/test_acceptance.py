@@ -23,15 +23,14 @@ import math
 
 import numpy as np
 import pytest
+from sampling_harness.reference.rejection import acceptance_length_law, acceptance_probs
+from sampling_harness.report.plots import lengths_plot
+from sampling_harness.stats.chisquare import noncentrality_for_power, pool_bins, pooled
+from sampling_harness.stats.multiple import bonferroni
+from sampling_harness.suites.rejection.draws import tally
+from sampling_harness.suites.rejection.lawtest import law_test, outcome
+from sampling_harness.suites.rejection.requests import CURATED, build
 from scipy import optimize
-
-from harness.plots import lengths_plot
-from harness.stats.chisquare import noncentrality_for_power, pool_bins, pooled
-from harness.stats.multiple import bonferroni
-from reference.rejection import acceptance_length_law, acceptance_probs
-from suites.rejection.draws import tally
-from suites.rejection.lawtest import law_test, outcome
-from suites.rejection.requests import CURATED, build
 
 pytestmark = pytest.mark.family("rejection")
 

@@ -33,9 +33,8 @@ import math
 import numpy as np
 import pytest
 import torch
-
-from harness.verdict import Outcome
-from suites.rare_wins import scale_sweep, tail_outcome
+from sampling_harness.suites.rare_wins import scale_sweep, tail_outcome
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("rejection")
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from suites.batch_invariance import SPREAD_TOKENS, Adapter, invariance
+from sampling_harness.suites.batch_invariance import SPREAD_TOKENS, Adapter, invariance
 
 pytestmark = pytest.mark.family("rejection")
 

@@ -14,11 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from harness.verdict import Outcome
-from reference.rejection import RejectionLaws, greedy_output
-from suites.rejection.draws import batch_inputs
-from suites.rejection.requests import CURATED, build
+from sampling_harness.reference.rejection import RejectionLaws, greedy_output
+from sampling_harness.suites.rejection.draws import batch_inputs
+from sampling_harness.suites.rejection.requests import CURATED, build
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("rejection")
 

@@ -15,12 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from harness.stats.independence import pair_tests, pairings_verdict
-from harness.stats.multiple import bonferroni
-from harness.verdict import Outcome
-from reference.rejection import RejectionLaws, joint_law
-from suites.rejection.draws import accepted_and_emitted, batch_inputs
+from sampling_harness.reference.rejection import RejectionLaws, joint_law
+from sampling_harness.stats.independence import pair_tests, pairings_verdict
+from sampling_harness.stats.multiple import bonferroni
+from sampling_harness.suites.rejection.draws import accepted_and_emitted, batch_inputs
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("rejection")
 

@@ -23,14 +23,13 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
-
-from harness.stats.chisquare import planned_samples
-from harness.stats.multiple import bonferroni
-from harness.strategies.rejection import rejection_laws
-from reference.rejection import RejectionLaws, joint_law
-from suites.rejection.draws import tally
-from suites.rejection.lawtest import law_test, outcome
-from suites.rejection.requests import CURATED, build
+from sampling_harness.reference.rejection import RejectionLaws, joint_law
+from sampling_harness.stats.chisquare import planned_samples
+from sampling_harness.stats.multiple import bonferroni
+from sampling_harness.strategies.rejection import rejection_laws
+from sampling_harness.suites.rejection.draws import tally
+from sampling_harness.suites.rejection.lawtest import law_test, outcome
+from sampling_harness.suites.rejection.requests import CURATED, build
 
 pytestmark = pytest.mark.family("rejection")
 

@@ -15,13 +15,12 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from harness.stats.chisquare import planned_samples
-from harness.stats.multiple import bonferroni
-from reference.rejection import slot_marginals
-from suites.rejection.draws import tally
-from suites.rejection.lawtest import law_test, outcome
-from suites.rejection.requests import build
+from sampling_harness.reference.rejection import slot_marginals
+from sampling_harness.stats.chisquare import planned_samples
+from sampling_harness.stats.multiple import bonferroni
+from sampling_harness.suites.rejection.draws import tally
+from sampling_harness.suites.rejection.lawtest import law_test, outcome
+from sampling_harness.suites.rejection.requests import build
 
 pytestmark = pytest.mark.family("rejection")
 

@@ -7,7 +7,7 @@ w = max(p - q, 0). The target row p is ``sample``'s tail row (one head, M rare t
 probability r times the head's, suites/sample/distributions.py) with d inserted at a random
 column; the draft row q puts 1/2 on d and 1/2 on the head, so the kernel must subtract:
 w(head) = p(head) - 1/2 (exact in float32 by Sterbenz), w(rare) = p(rare), w(d) = 0. The
-residual law is reference.rejection.residual of those float32 values, in float64.
+residual law is sampling_harness.reference.rejection.residual of those float32 values, in float64.
 
 The count of rare recovered tokens in n requests is Binomial(n, R), R the residual's exact
 rare mass, tested by the exact, equal-tailed, group-sequential test of suites/rare_wins.py
@@ -23,11 +23,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from harness.verdict import Outcome
-from reference.rejection import residual
-from suites.rare_wins import scale_sweep, tail_outcome
-from suites.sample.distributions import tail_row
+from sampling_harness.reference.rejection import residual
+from sampling_harness.suites.rare_wins import scale_sweep, tail_outcome
+from sampling_harness.suites.sample.distributions import tail_row
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("rejection")
 

@@ -18,12 +18,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from harness.stats.binomial import never_rate
-from harness.verdict import Outcome
-from reference.rejection import RejectionLaws
-from suites.rejection.draws import DraftSampler, batch_inputs, replicas_per_call
-from suites.rejection.requests import CURATED, build
+from sampling_harness.reference.rejection import RejectionLaws
+from sampling_harness.stats.binomial import never_rate
+from sampling_harness.suites.rejection.draws import DraftSampler, batch_inputs, replicas_per_call
+from sampling_harness.suites.rejection.requests import CURATED, build
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("rejection")
 

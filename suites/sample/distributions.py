@@ -7,8 +7,7 @@ distribution that is symmetric in the token order.
 from __future__ import annotations
 
 import numpy as np
-
-from harness.strategies import normalised
+from sampling_harness.strategies import normalised
 
 
 def curated(vocab: int, seed: int) -> dict[str, np.ndarray]:

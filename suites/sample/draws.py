@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-
-from harness.distributed import Shard, merged
-from harness.runner import seed_stream
+from sampling_harness.run.runner import seed_stream
+from sampling_harness.scale.distributed import Shard, merged
 
 
 def rows_per_call(ctx, vocab: int, multiple: int = 1) -> int:
@@ -43,7 +42,8 @@ def local_token_counts(ctx, table: np.ndarray, draws: int, shard: Shard) -> torc
 def count_tokens(ctx, table: np.ndarray, draws: int) -> np.ndarray:
     """``draws`` samples of each row of ``table`` (float32 [D, V]); token counts [D, V].
 
-    Sharded under torchrun (``harness.distributed``): each rank draws its share with its
+    Sharded under torchrun (``sampling_harness.scale.distributed``): each rank draws its share with
+    its
     own seeds and the ranks' counts are summed on the devices, so every rank gets the
     counts of exactly ``draws`` samples per row. In one process: all of them, seeded by
     the check's seed."""

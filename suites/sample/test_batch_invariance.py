@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from harness.strategies import normalised
-from suites.batch_invariance import SPREAD_TOKENS, Adapter, invariance
+from sampling_harness.strategies import normalised
+from sampling_harness.suites.batch_invariance import SPREAD_TOKENS, Adapter, invariance
 
 pytestmark = pytest.mark.family("sample")
 

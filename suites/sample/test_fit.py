@@ -20,15 +20,19 @@ import pytest
 import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
-
-from harness.plots import counts_plot, pop_plot
-from harness.stats.chisquare import chisquare_gof, min_detectable_tv, planned_samples, pool_bins
-from harness.stats.multiple import adjusted_p, bonferroni
-from harness.strategies import probs_tables
-from harness.verdict import Outcome
-from reference.categorical import exact_probs
-from suites.sample.distributions import curated, large_vocab
-from suites.sample.draws import count_tokens
+from sampling_harness.reference.categorical import exact_probs
+from sampling_harness.report.plots import counts_plot, pop_plot
+from sampling_harness.stats.chisquare import (
+    chisquare_gof,
+    min_detectable_tv,
+    planned_samples,
+    pool_bins,
+)
+from sampling_harness.stats.multiple import adjusted_p, bonferroni
+from sampling_harness.strategies import probs_tables
+from sampling_harness.suites.sample.distributions import curated, large_vocab
+from sampling_harness.suites.sample.draws import count_tokens
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("sample")
 

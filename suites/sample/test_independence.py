@@ -22,11 +22,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from harness.stats.independence import pair_tests, pairings_verdict
-from harness.stats.multiple import bonferroni
-from harness.verdict import Outcome
-from reference.categorical import exact_probs
+from sampling_harness.reference.categorical import exact_probs
+from sampling_harness.stats.independence import pair_tests, pairings_verdict
+from sampling_harness.stats.multiple import bonferroni
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("sample")
 

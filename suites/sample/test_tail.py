@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from harness.verdict import Outcome
-from reference.categorical import exact_probs, rare_mass
-from suites.rare_wins import scale_sweep, tail_outcome
-from suites.sample.distributions import tail_row
-from suites.sample.draws import rows_per_call
+from sampling_harness.reference.categorical import exact_probs, rare_mass
+from sampling_harness.suites.rare_wins import scale_sweep, tail_outcome
+from sampling_harness.suites.sample.distributions import tail_row
+from sampling_harness.suites.sample.draws import rows_per_call
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("sample")
 

@@ -13,12 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from harness.stats.binomial import never_rate
-from harness.strategies import normalised
-from harness.verdict import Outcome
-from suites.sample.distributions import sparse_rows
-from suites.sample.draws import rows_per_call
+from sampling_harness.stats.binomial import never_rate
+from sampling_harness.strategies import normalised
+from sampling_harness.suites.sample.distributions import sparse_rows
+from sampling_harness.suites.sample.draws import rows_per_call
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("sample")
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-
-from harness.errors import KernelFailure
-from suites.sample.draws import rows_per_call
-from suites.sample_logits.rows import Rows, cycle
+from sampling_harness.errors import KernelFailure
+from sampling_harness.suites.sample.draws import rows_per_call
+from sampling_harness.suites.sample_logits.rows import Rows, cycle
 
 
 def count_tokens(ctx, rows: Rows, draws) -> np.ndarray:

@@ -19,10 +19,9 @@ its bins at the planned n (with n_C >= n (1 - a_max) in C: a_max is reported).
 from __future__ import annotations
 
 import numpy as np
-
-from harness.plots import counts_plot
-from harness.stats.binomial import upper_p
-from harness.stats.chisquare import chisquare_gof, min_detectable_tv, pool_bins
+from sampling_harness.report.plots import counts_plot
+from sampling_harness.stats.binomial import upper_p
+from sampling_harness.stats.chisquare import chisquare_gof, min_detectable_tv, pool_bins
 
 TESTS_PER_ROW = 3
 

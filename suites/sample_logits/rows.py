@@ -15,8 +15,7 @@ from functools import cached_property
 
 import numpy as np
 import torch
-
-from reference.processed import ProcessedLaw, processed_probs
+from sampling_harness.reference.processed import ProcessedLaw, processed_probs
 
 
 @dataclass(frozen=True, eq=False)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from harness.families import FAMILIES
-from suites.batch_invariance import SPREAD_TOKENS, Adapter, invariance
+from sampling_harness.families import FAMILIES
+from sampling_harness.suites.batch_invariance import SPREAD_TOKENS, Adapter, invariance
 
 pytestmark = pytest.mark.family("sample-logits")
 

@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from harness.families import accepts
-from harness.stats.multiple import bonferroni
-from harness.verdict import Outcome
-from suites.sample_logits.lawtest import TESTS_PER_ROW
-from suites.sample_logits.rows import Rows
-from suites.sample_logits.test_fit import fit_rows, outcome
+from sampling_harness.families import accepts
+from sampling_harness.stats.multiple import bonferroni
+from sampling_harness.suites.sample_logits.lawtest import TESTS_PER_ROW
+from sampling_harness.suites.sample_logits.rows import Rows
+from sampling_harness.suites.sample_logits.test_fit import fit_rows, outcome
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("sample-logits")
 

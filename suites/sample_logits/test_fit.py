@@ -15,16 +15,15 @@ import math
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
-
-from harness.families import accepts
-from harness.plots import pop_plot
-from harness.stats.chisquare import planned_samples
-from harness.stats.multiple import adjusted_p, bonferroni
-from harness.strategies.logits import sampling_tables
-from harness.verdict import Outcome
-from suites.sample_logits.draws import count_tokens, demand_possible
-from suites.sample_logits.lawtest import TESTS_PER_ROW, fit_row, summary
-from suites.sample_logits.rows import Rows, curated, large_vocab
+from sampling_harness.families import accepts
+from sampling_harness.report.plots import pop_plot
+from sampling_harness.stats.chisquare import planned_samples
+from sampling_harness.stats.multiple import adjusted_p, bonferroni
+from sampling_harness.strategies.logits import sampling_tables
+from sampling_harness.suites.sample_logits.draws import count_tokens, demand_possible
+from sampling_harness.suites.sample_logits.lawtest import TESTS_PER_ROW, fit_row, summary
+from sampling_harness.suites.sample_logits.rows import Rows, curated, large_vocab
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("sample-logits")
 

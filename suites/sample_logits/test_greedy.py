@@ -13,9 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from harness.verdict import Outcome
-from suites.sample_logits.rows import Rows
+from sampling_harness.suites.sample_logits.rows import Rows
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("sample-logits")
 

@@ -14,13 +14,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from harness.errors import KernelFailure
-from harness.stats.independence import pair_tests
-from harness.stats.multiple import bonferroni
-from harness.verdict import Outcome
-from suites.sample.test_independence import SPREAD, pairings, pairings_outcome
-from suites.sample_logits.rows import Rows
+from sampling_harness.errors import KernelFailure
+from sampling_harness.stats.independence import pair_tests
+from sampling_harness.stats.multiple import bonferroni
+from sampling_harness.suites.sample.test_independence import SPREAD, pairings, pairings_outcome
+from sampling_harness.suites.sample_logits.rows import Rows
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("sample-logits")
 

@@ -27,10 +27,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from harness.errors import KernelFailure
-from harness.families import accepts
-from harness.verdict import Outcome
+from sampling_harness.errors import KernelFailure
+from sampling_harness.families import accepts
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("sample-logits")
 

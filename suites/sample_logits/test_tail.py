@@ -20,13 +20,12 @@ import math
 import numpy as np
 import pytest
 import torch
-
-from harness.stats.binomial import looks_alpha
-from harness.stats.multiple import bonferroni
-from harness.verdict import Outcome
-from suites.rare_wins import LOOKS, scale_record, sequential_wins, tail_outcome
-from suites.sample.draws import rows_per_call
-from suites.sample_logits.rows import Rows
+from sampling_harness.stats.binomial import looks_alpha
+from sampling_harness.stats.multiple import bonferroni
+from sampling_harness.suites.rare_wins import LOOKS, scale_record, sequential_wins, tail_outcome
+from sampling_harness.suites.sample.draws import rows_per_call
+from sampling_harness.suites.sample_logits.rows import Rows
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("sample-logits")
 

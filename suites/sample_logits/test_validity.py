@@ -18,13 +18,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from harness.families import accepts
-from harness.stats.binomial import never_rate
-from harness.verdict import Outcome
-from suites.sample.draws import rows_per_call
-from suites.sample_logits.draws import count_tokens, demand_possible
-from suites.sample_logits.rows import Rows, gaussian, grid, masked
+from sampling_harness.families import accepts
+from sampling_harness.stats.binomial import never_rate
+from sampling_harness.suites.sample.draws import rows_per_call
+from sampling_harness.suites.sample_logits.draws import count_tokens, demand_possible
+from sampling_harness.suites.sample_logits.rows import Rows, gaussian, grid, masked
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("sample-logits")
 

@@ -10,10 +10,9 @@ the steps where the drafter has no room.
 from __future__ import annotations
 
 import numpy as np
-
-from harness.engine import Engine, EngineConfig, Request, parts, toy_models
-from harness.families.spec_decode import FAMILY
-from harness.runner import derive_seed
+from sampling_harness.engine import Engine, EngineConfig, Request, parts, toy_models
+from sampling_harness.families.spec_decode import FAMILY
+from sampling_harness.run.runner import derive_seed
 
 VOCAB, CONTEXT, LIMIT, SPEC = 8, 2, 16, 3
 

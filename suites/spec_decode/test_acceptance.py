@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from harness.engine import Request
-from harness.engine.metrics import acceptance_test
-from harness.verdict import Outcome
-from suites.spec_decode.runs import SPEC, VOCAB, engine
+from sampling_harness.engine import Request
+from sampling_harness.engine.metrics import acceptance_test
+from sampling_harness.suites.spec_decode.runs import SPEC, VOCAB, engine
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("spec-decode")
 

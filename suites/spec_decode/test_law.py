@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from harness.engine import Request
-from harness.engine.metrics import continuation_law, outcome_index
-from harness.plots import counts_plot, pop_plot
-from harness.stats.chisquare import chisquare_gof, min_detectable_tv, planned_samples, pool_bins
-from harness.stats.multiple import adjusted_p, bonferroni
-from harness.verdict import Outcome
-from suites.spec_decode.runs import VOCAB, engine
+from sampling_harness.engine import Request
+from sampling_harness.engine.metrics import continuation_law, outcome_index
+from sampling_harness.report.plots import counts_plot, pop_plot
+from sampling_harness.stats.chisquare import (
+    chisquare_gof,
+    min_detectable_tv,
+    planned_samples,
+    pool_bins,
+)
+from sampling_harness.stats.multiple import adjusted_p, bonferroni
+from sampling_harness.suites.spec_decode.runs import VOCAB, engine
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("spec-decode")
 

@@ -4,9 +4,8 @@ scheduling (the limit runs of runs.py: every request ends at the limit). Exact: 
 from __future__ import annotations
 
 import pytest
-
-from harness.verdict import Outcome
-from suites.spec_decode.runs import LIMIT, limit_run
+from sampling_harness.suites.spec_decode.runs import LIMIT, limit_run
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("spec-decode")
 

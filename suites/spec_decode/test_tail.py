@@ -23,11 +23,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from harness.errors import KernelFailure
-from harness.verdict import Outcome
-from suites.rare_wins import scale_sweep, tail_outcome
-from suites.sample.distributions import tail_row
+from sampling_harness.errors import KernelFailure
+from sampling_harness.suites.rare_wins import scale_sweep, tail_outcome
+from sampling_harness.suites.sample.distributions import tail_row
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("spec-decode")
 

@@ -12,11 +12,10 @@ e^30. Exact: no alpha.
 from __future__ import annotations
 
 import pytest
-
-from harness.engine.metrics import teacher_forced, tme_and_bound
-from harness.plots import by_error, errors_plot, pop_plot
-from harness.verdict import Outcome
-from suites.spec_decode.runs import LIMIT, limit_run
+from sampling_harness.engine.metrics import teacher_forced, tme_and_bound
+from sampling_harness.report.plots import by_error, errors_plot, pop_plot
+from sampling_harness.suites.spec_decode.runs import LIMIT, limit_run
+from sampling_harness.verdict import Outcome
 
 pytestmark = pytest.mark.family("spec-decode")
 

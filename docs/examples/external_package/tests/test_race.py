@@ -1,6 +1,6 @@
 """The package's own tests, calling the harness's checks on its sampler."""
 
-from harness.api import run_checks
+from sampling_harness.api import run_checks
 
 
 def test_sampler_passes_the_harness(harness_checks):

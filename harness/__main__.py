@@ -1,0 +1,8 @@
+"""``python -m sampling_harness``: the command line (``sampling-harness``), for child processes
+and torchrun."""
+
+import sys
+
+from sampling_harness.commands.cli import main
+
+sys.exit(main())

@@ -1,0 +1,330 @@
+"""``sampling-harness bench FAMILY``: per shape and kernel, the median time and its spread,
+the effective bandwidth, the percentage of the memory floor (and of the measured read
+ceiling with ``--ceiling``) and the ratio to each of the family's baselines; printed as a
+Markdown table and written to bench.md and bench.json (strict JSON: null, never NaN).
+
+The floor is the fewest bytes a kernel of the family must move (the family's
+``floor_bytes``: for ``sample``, probs read once and the ids written) at the copy bandwidth
+measured on the same device (bytes read + written by a large device-to-device copy). The
+ceiling (harness/bench/ceiling.py) is the fastest reader of as many bytes, arranged in the
+shape's rows: no kernel that reads its input can beat it.
+
+Every figure is one *entry* (shape, kernel, launch setting) timed by sampling_harness.bench.timing
+in
+isolation: fresh inputs (the same values for every kernel of a shape), its own warm-up, its
+own CUDA graph, memory released afterwards; so a figure is the same whether its shape is
+timed alone or in the full table. The repeats go round the entries (repeat 1 of every
+entry, then repeat 2 ...), and each figure shows the median and the min-max of its repeats.
+
+``--cuda-graph`` times the replay of a CUDA graph of one call (what an engine's decode
+step pays, launch cost apart), the eager figure beside it; a kernel that cannot be
+captured gets the reason instead of a figure. ``--kernel`` adds any target beside the
+baselines; ``--launch KEY=V1,V2`` times the kernels under each launch setting
+(harness/bench/launch.py) beside their default and checks that the setting leaves the output
+unchanged. A shape may name a variant of the inputs after a colon (logprobs:
+``256x151936x21:top``); a shape without one is timed in each variant of the family's
+default shapes, or in those ``--ids`` names.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+from pathlib import Path
+
+import torch
+from sampling_harness.bench.launch import bind, label, parse_grid
+from sampling_harness.bench.timing import Spread, profile_table, release, same_output, time_entry
+from sampling_harness.errors import HarnessError
+from sampling_harness.families import FAMILIES
+from sampling_harness.families.loader import load
+from sampling_harness.families.registry import by_role
+from sampling_harness.report.writers import atomic_write
+from sampling_harness.run.runner import resolve_device
+
+
+def copy_bandwidth(device: torch.device, repeat: int = 3) -> float:
+    """Bytes per second of a large device copy, counting bytes read and written (graph
+    replay on a GPU, the median of ``repeat`` isolated repeats)."""
+    cuda = device.type == "cuda"
+    n = (1 << 28) if cuda else (1 << 20)
+    figures = tuple(time_entry(lambda work, _seed: work["dst"].copy_(work["src"]),
+                               lambda: {"src": torch.ones(n, device=device),
+                                        "dst": torch.empty(n, device=device)},
+                               device, 20 if cuda else 3, graph=cuda)[1]
+                    for _ in range(repeat))
+    return 2 * n * 4 / (Spread(figures).median * 1e-3)
+
+
+def with_variants(shapes: list[str], variants: list[str], defaults: tuple[str, ...]) -> list[str]:
+    """``SHAPE:VARIANT`` strings: each shape in each of ``variants`` when given, else a shape
+    keeps its own variant or, without one, takes each variant of ``defaults`` (the family's
+    default shapes; none there: the shape as given)."""
+    known = list(dict.fromkeys(s.partition(":")[2] for s in defaults if ":" in s))
+    out = []
+    for shape in shapes:
+        base, _, own = shape.partition(":")
+        for variant in variants or ([own] if own else known) or [""]:
+            out.append(f"{base}:{variant}" if variant else base)
+    return list(dict.fromkeys(out))
+
+
+def finite(value):
+    """``value`` with every non-finite float replaced by None, through dicts and lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def strict_json(document: dict) -> str:
+    """``document`` as strict JSON: null where a figure is missing, never NaN or Infinity."""
+    return json.dumps(finite(document), indent=2, allow_nan=False) + "\n"
+
+
+def figures(spread: Spread | None, floor: int, bandwidth: float, ceiling: float | None,
+            prefix: str = "") -> dict:
+    """A row's figures from one timing's spread: median, min, max, repeats (ms), GB/s on the
+    floor's bytes, percent of the floor and of the ceiling (None where not measured)."""
+    if spread is None:
+        return {f"{prefix}median_ms": None, f"{prefix}min_ms": None, f"{prefix}max_ms": None,
+                f"{prefix}repeats_ms": [], f"{prefix}GB_per_s": None,
+                f"{prefix}pct_of_floor": None, f"{prefix}pct_of_ceiling": None}
+    seconds = spread.median * 1e-3
+    return {f"{prefix}median_ms": spread.median, f"{prefix}min_ms": spread.low,
+            f"{prefix}max_ms": spread.high, f"{prefix}repeats_ms": list(spread.repeats),
+            f"{prefix}GB_per_s": floor / seconds / 1e9 if seconds > 0 else None,
+            f"{prefix}pct_of_floor": 100 * floor / bandwidth / seconds if seconds > 0 else None,
+            f"{prefix}pct_of_ceiling": (100 * floor / ceiling / seconds
+                                        if ceiling and seconds > 0 else None)}
+
+
+def build_rows(entries: list[dict], eager: dict, graph: dict, reasons: dict, floors: dict,
+               bandwidth: float, ceilings: dict, baselines: tuple[str, ...],
+               cuda_graph: bool) -> list[dict]:
+    """One JSON row per entry. ``eager``/``graph``: entry key -> list of repeat figures
+    (graph figures may hold a reason string); ``reasons``: entry key -> why it has no
+    figure (the call raised, or the graph could not be captured)."""
+    rows = []
+    for entry in entries:
+        key, shape = entry["key"], entry["shape"]
+        floor, ceiling = floors[shape], ceilings.get(shape)
+        eager_spread = Spread(tuple(eager[key])) if eager.get(key) else None
+        reason = reasons.get(key) or next(
+            (f for f in graph.get(key, []) if isinstance(f, str)), None)
+        graph_spread = (Spread(tuple(graph[key])) if cuda_graph and graph.get(key)
+                        and reason is None else None)   # one repeat not captured: none is
+        main = graph_spread if cuda_graph else eager_spread
+        row = {"shape": shape, "kernel": entry["kernel"], "launch": entry["setting"],
+               "timing": "graph" if cuda_graph else "eager", "reason": reason,
+               "floor_bytes": floor, **figures(main, floor, bandwidth, ceiling)}
+        if cuda_graph:
+            row |= figures(eager_spread, floor, bandwidth, ceiling, prefix="eager_")
+        if "same_as_default" in entry:
+            row["same_as_default"] = entry["same_as_default"]
+        rows.append(row)
+    for row in rows:
+        for base in baselines:
+            ref = next((r for r in rows if r["shape"] == row["shape"] and r["kernel"] == base
+                        and not r["launch"]), None) or {}
+            basis = "eager" if cuda_graph and ref.get("median_ms") is None else row["timing"]
+            theirs = ref.get("eager_median_ms" if basis != row["timing"] else "median_ms")
+            ok = theirs and row["median_ms"]
+            row[f"vs_{base}"] = theirs / row["median_ms"] if ok else None
+            row[f"vs_{base}_basis"] = basis if ok else None
+    return rows
+
+
+def _cell(value, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:.0f}%"
+
+
+def _spread(row: dict, prefix: str = "") -> str:
+    low, high = row[f"{prefix}min_ms"], row[f"{prefix}max_ms"]
+    return "-" if low is None else f"{low:.4f}-{high:.4f}"
+
+
+def render(header: str, rows: list[dict], shape_help: str, baselines: tuple[str, ...],
+           cuda_graph: bool, ceiling: bool) -> str:
+    """The Markdown table, then one numbered note per row without a figure (its reason)."""
+    launch = any(r["launch"] for r in rows)
+    timed = "graph ms | spread | eager ms | spread" if cuda_graph else "median ms | spread"
+    columns = ([shape_help, "kernel"] + (["launch"] if launch else []) + [timed, "GB/s",
+               "% of floor"] + (["eager % of floor"] if cuda_graph else [])
+               + (["% of ceiling"] if ceiling else []) + [f"x {b}" for b in baselines]
+               + (["= default"] if launch else []))
+    width = sum(c.count("|") + 1 for c in columns)
+    lines = [header, "", "| " + " | ".join(columns) + " |", "|---" * width + "|"]
+    notes = []
+    for r in rows:
+        main = _cell(r["median_ms"], ".4f")
+        if r["reason"]:
+            notes.append(f"[{len(notes) + 1}] {r['kernel']} at {r['shape']}"
+                         f"{' (' + label(r['launch']) + ')' if launch else ''}: {r['reason']}")
+            main = f"no figure [{len(notes)}]"
+        cells = [r["shape"], r["kernel"]] + ([label(r["launch"])] if launch else [])
+        cells += [main, _spread(r)]
+        if cuda_graph:
+            cells += [_cell(r["eager_median_ms"], ".4f"), _spread(r, "eager_")]
+        cells += [_cell(r["GB_per_s"], ".1f"), _pct(r["pct_of_floor"])]
+        if cuda_graph:
+            cells.append(_pct(r["eager_pct_of_floor"]))
+        if ceiling:
+            cells.append(_pct(r["pct_of_ceiling"]))
+        cells += [_cell(r[f"vs_{b}"], ".2f") + ("*" if r[f"vs_{b}_basis"] == "eager"
+                                                 and cuda_graph else "") for b in baselines]
+        if launch:
+            cells.append({True: "yes", False: "NO", None: "-"}[r.get("same_as_default")])
+        lines.append("| " + " | ".join(cells) + " |")
+    if any(r[f"vs_{b}_basis"] == "eager" for r in rows for b in baselines) and cuda_graph:
+        notes.append("* against the baseline's eager figure: the baseline has no graph figure")
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+
+
+def _entries(family, kernels: dict, baselines: tuple[str, ...], shapes: list[str],
+             grid: list[dict]) -> list[dict]:
+    """(shape, kernel, setting) entries: baselines at their defaults, every other kernel at
+    its default and then at each setting of the grid."""
+    entries = []
+    for shape in shapes:
+        for name, kernel in kernels.items():
+            settings = [{}] if name in baselines else list(
+                {label(s): s for s in [{}, *grid]}.values())
+            for setting in settings:
+                fn = bind(name, kernel.fn, family.parameters, setting)
+                entries.append({"key": (shape, name, label(setting)), "shape": shape,
+                                "kernel": name, "setting": setting,
+                                "call": (lambda work, seed, fn=fn: family.call(fn, work, seed))})
+    return entries
+
+
+def _compare_settings(entries: list[dict], make_inputs, device: torch.device) -> None:
+    """Mark each non-default setting's entry with whether its output at one seed equals its
+    kernel's default output on the same inputs (a launch setting must not change it)."""
+    for shape in dict.fromkeys(e["shape"] for e in entries if e["setting"]):
+        inputs = make_inputs(shape)
+        default = {}
+        for entry in (e for e in entries if e["shape"] == shape):
+            work = {k: v.clone() if isinstance(v, torch.Tensor) else v
+                    for k, v in inputs.items()}
+            try:
+                out = entry["call"](work, 5)
+            except Exception:   # noqa: BLE001 - the timing pass records the reason
+                continue
+            if not entry["setting"]:
+                default[entry["kernel"]] = out
+            elif entry["kernel"] in default:
+                entry["same_as_default"] = same_output(out, default[entry["kernel"]])
+        del inputs, default
+        release(device)
+
+
+def run_bench(family_name: str, targets: list[str], device: str, shapes: list[str],
+              report_dir: Path, cuda_graph: bool = False, variants: list[str] = (),
+              repeat: int = 3, calls: int | None = None, launch: list[str] = (),
+              ceiling: bool = False, profile: bool = False) -> int:
+    family = FAMILIES[family_name]
+    spec = family.bench
+    if spec is None:
+        raise HarnessError(f"family {family_name!r} has no benchmark")
+    if repeat < 1 or (calls is not None and calls < 1):
+        raise HarnessError(f"--repeat and --calls take a positive count; got {repeat}, {calls}")
+    dev = resolve_device(device)
+    if cuda_graph and dev.type != "cuda":
+        raise HarnessError("--cuda-graph needs a CUDA device")
+    grid = [s for s in parse_grid(list(launch)) if s]
+    names = list(dict.fromkeys([*spec.baselines, *(targets or by_role(family_name, "kernel"))]))
+    kernels = {name: load(name, family_name) for name in names}
+    defaults = spec.gpu_shapes if dev.type == "cuda" else spec.cpu_shapes
+    if variants and not any(":" in shape for shape in defaults):
+        raise HarnessError(f"family {family_name!r} has no input variants (--ids)")
+    cases = with_variants(list(shapes or defaults), list(variants), defaults)
+
+    def make_inputs(shape: str) -> dict:
+        """The same inputs for every entry, drawn on the CPU and copied: a kernel whose
+        capture raised may leave the device's default generator in its capture state
+        ("Offset increment outside graph capture"), which must not fail the next entry."""
+        torch.manual_seed(zlib.crc32(shape.encode()))
+        drawn = spec.make_inputs(shape, torch.device("cpu"))
+        return {name: value.to(dev) if isinstance(value, torch.Tensor) else value
+                for name, value in drawn.items()}
+
+    floors, rows_of = {}, {}
+    for shape in cases:
+        try:
+            inputs = make_inputs(shape)
+        except ValueError:
+            raise HarnessError(f"--shape takes {spec.shape_help}; got {shape!r}"
+                               + (f" with --ids {variants}" if variants else "")) from None
+        floors[shape] = spec.floor_bytes(inputs)
+        largest = max((v for v in inputs.values() if isinstance(v, torch.Tensor)),
+                      key=torch.Tensor.numel)
+        rows_of[shape] = largest.shape[0] if largest.dim() else 1
+        del inputs, largest
+        release(dev)
+    entries = _entries(family, kernels, spec.baselines, cases, grid)
+    if grid:
+        _compare_settings(entries, make_inputs, dev)
+    bandwidth = copy_bandwidth(dev)
+    ceilings, readers = {}, {}
+    if ceiling:
+        from sampling_harness.bench.ceiling import read_ceiling
+        for shape in cases:
+            rows = rows_of[shape]
+            shape_of_read = rows, max(1, -(-floors[shape] // (4 * rows)))
+            if shape_of_read not in readers:
+                readers[shape_of_read] = read_ceiling(*shape_of_read, dev)
+            ceilings[shape] = readers[shape_of_read][0]
+    calls = calls or (50 if dev.type == "cuda" else 5)
+    eager, graph, reasons = {}, {}, {}
+    for _ in range(repeat):
+        for entry in entries:
+            key = entry["key"]
+            if key in reasons:
+                continue
+            try:
+                e, g = time_entry(entry["call"], lambda s=entry["shape"]: make_inputs(s), dev,
+                                  calls, graph=cuda_graph, check=family.validate)
+            except Exception as exc:   # noqa: BLE001 - a kernel that raises gets a reason
+                first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+                reasons[key] = f"the call raised {type(exc).__name__}: {first}"
+                release(dev)
+                continue
+            eager.setdefault(key, []).append(e)
+            graph.setdefault(key, []).append(g)
+    rows = build_rows(entries, eager, graph, reasons, floors, bandwidth, ceilings,
+                      spec.baselines, cuda_graph)
+    device_name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
+    header = (f"device {device_name}, "
+              f"copy bandwidth {bandwidth / 1e12:.2f} TB/s (read + write); each figure the "
+              f"median (and min-max) of {repeat} isolated repeats, each the median of {calls} "
+              + ("CUDA-graph replays (eager calls beside)" if cuda_graph else "calls")
+              + "; GB/s and % counted on the floor's bytes"
+              + "".join(f"; ceiling {rows}x{cols}: {bw / 1e12:.2f} TB/s by {name}"
+                        for (rows, cols), (bw, name) in readers.items()))
+    table = render(header, rows, spec.shape_help, spec.baselines, cuda_graph, ceiling)
+    print(table)
+    atomic_write(report_dir / "bench.md", table)
+    if profile:
+        profiles = "".join(
+            f"## {e['kernel']} at {e['shape']} ({label(e['setting'])})\n\n"
+            + profile_table(e["call"], lambda s=e["shape"]: make_inputs(s), dev) + "\n"
+            for e in entries if e["key"] not in reasons)
+        print(profiles)
+        atomic_write(report_dir / "bench-profile.md", profiles)
+    atomic_write(report_dir / "bench.json", strict_json({
+        "header": header, "device": dev.type, "device_name": device_name, "repeat": repeat,
+        "calls": calls, "cuda_graph": cuda_graph,
+        "copy_bandwidth_bytes_per_s": bandwidth,
+        "ceilings": [{"rows": r, "cols": c, "bytes_per_s": bw, "reader": name}
+                     for (r, c), (bw, name) in readers.items()],
+        "rows": rows}))
+    return 0

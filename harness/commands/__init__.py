@@ -1,0 +1,2 @@
+"""The command line: ``sampling-harness`` and its subcommands (check, list, bench, selftest,
+calibrate, reproduce, compare, simulate)."""

@@ -1,0 +1,313 @@
+"""``sampling-harness``: a thin front over pytest (selection, JUnit and plugins come free).
+
+Exit codes: 0 every check passed; 1 a check failed (the kernel raised, hung, broke its
+contract or failed a test); 2 the harness could not run (one line on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import sys
+import threading
+from datetime import datetime
+from pathlib import Path
+
+from sampling_harness import suites
+from sampling_harness.budgets import BUDGET_NAMES, get_budget
+from sampling_harness.errors import HarnessError
+from sampling_harness.families import FAMILIES
+from sampling_harness.families.loader import load
+from sampling_harness.families.registry import ROLES, default_kernels, entries
+from sampling_harness.options import positive
+from sampling_harness.report.writers import writable
+from sampling_harness.run.plugin import DEFAULT_SEED
+from sampling_harness.run.runner import resolve_device, use_triton_interpreter_without_gpu
+from sampling_harness.run.sanitize import TOOLS, require_tool
+from sampling_harness.scale import distributed, precompile, xdist_gpus
+from sampling_harness.stats.multiple import DEFAULT_FAMILY_ALPHA
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sampling-harness", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="run the checks of a family (or all) against kernels")
+    check.add_argument("family", help=f"{' | '.join(FAMILIES)} | all")
+    check.add_argument("--kernel", action="append", default=[], metavar="TARGET",
+                       help="registered name, package.module:attr or path/to/file.py:attr")
+    check.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    check.add_argument("--budget", default="quick", choices=BUDGET_NAMES)
+    check.add_argument("--seed", type=int, default=DEFAULT_SEED, help="harness seed")
+    check.add_argument("--report-dir", default=None, help="default: reports/<timestamp>/")
+    check.add_argument("-k", dest="select", default=None, help="pytest -k selection of checks")
+    check.add_argument("--call-timeout", type=positive(float), default=600.0)
+    check.add_argument("--family-alpha", type=positive(float, 1.0),
+                       default=DEFAULT_FAMILY_ALPHA)
+    check.add_argument("--statistical-checks", type=positive(int), default=None, metavar="N",
+                       help="split the false-fail budget as if over N statistical checks "
+                            "(set by reproduce commands; default: count the selected run's)")
+    check.add_argument("--sanitize", default=None, choices=TOOLS,
+                       help="re-run the validity checks under compute-sanitizer (GPU only)")
+    check.add_argument("--gpus", type=positive(int), default=None, metavar="N",
+                       help="spread the checks over N GPUs, one pytest-xdist worker each (on "
+                            "a CPU run: N workers on the CPU); see docs/scale-out.md")
+    check.add_argument("--workers-per-gpu", type=positive(int), default=None, metavar="W",
+                       help="W pytest-xdist workers share each GPU (Triton's compilation and "
+                            "the host's work run in parallel; default for check all on a GPU: "
+                            "half the CPU cores, at most 8); see docs/scale-out.md")
+    check.add_argument("--no-precompile", dest="precompile", action="store_false",
+                       help="on a GPU, do not compile the run's listed Triton variants ahead "
+                            "in parallel (harness/scale/precompile.py)")
+    sub.add_parser("list", help="families, kernels and mutants")
+    bench = sub.add_parser("bench", help="time kernels of a family (GPU)")
+    bench.add_argument("family", choices=tuple(FAMILIES))
+    bench.add_argument("--kernel", action="append", default=[], metavar="TARGET",
+                       help="time this kernel beside the family's baselines (repeatable)")
+    bench.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    bench.add_argument("--shape", action="append", default=[], metavar="SHAPE",
+                       help="sample: BxV; rejection, draft-probs: BxKxV; logprobs: "
+                            "BxVxK[:top|random]; sample-logits: BxV[:filter] (repeatable)")
+    bench.add_argument("--ids", action="append", default=[], metavar="IDS",
+                       help="logprobs: requested ids top | random (repeatable; default both)")
+    bench.add_argument("--report-dir", default=None)
+    bench.add_argument("--cuda-graph", action="store_true",
+                       help="time CUDA-graph replay of each call (launch cost apart)")
+    bench.add_argument("--repeat", type=positive(int), default=3, metavar="N",
+                       help="isolated repeats of each figure; the table shows their median "
+                            "and min-max (default 3)")
+    bench.add_argument("--calls", type=positive(int), default=None, metavar="N",
+                       help="timed calls per repeat (default 50 on a GPU, 5 on a CPU)")
+    bench.add_argument("--launch", action="append", default=[], metavar="KEY=V[,V...]",
+                       help="time the kernels also under these launch settings (keyword "
+                            "arguments of the kernel function; repeatable: the grid of all "
+                            "combinations)")
+    bench.add_argument("--ceiling", action="store_true",
+                       help="measure the read ceiling and show each figure as its percent")
+    bench.add_argument("--profile", action="store_true",
+                       help="also print torch.profiler's table of each entry's eager calls "
+                            "(written to bench-profile.md)")
+    from sampling_harness.commands.simulate import add_arguments
+    add_arguments(sub.add_parser("simulate", help="run the speculative-decoding engine"))
+    from sampling_harness.commands import calibrate, compare, reproduce, selftest
+    reproduce.add_arguments(sub.add_parser("reproduce", help="re-run one check of a report"))
+    compare.add_arguments(sub.add_parser("compare", help="compare two reports' checks"))
+    calibrate.add_arguments(sub.add_parser("calibrate", help="false-fail rate or power of a "
+                                           "family's checks over many harness seeds"))
+    selftest.add_arguments(sub.add_parser("selftest", help="every registered kernel must pass "
+                                          "and every mutant fail the checks that catch it"))
+    return parser
+
+
+def _report_dir(given: str | None) -> Path:
+    return Path(given or Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+
+
+def run_check(args) -> int:
+    families = list(FAMILIES) if args.family == "all" else [args.family]
+    if args.family != "all" and args.family not in FAMILIES:
+        raise HarnessError(f"unknown family {args.family!r}; known: {', '.join(FAMILIES)}, all")
+    if args.family == "all" and args.kernel:
+        raise HarnessError("check all runs every registered kernel and baseline; name a family "
+                           "to check --kernel targets")
+    get_budget(args.budget)
+    device = resolve_device(args.device)
+    if args.sanitize:
+        require_tool(args.sanitize, device)
+    for family in families:
+        for target in args.kernel or default_kernels(family):
+            load(target, family)
+    launch = distributed.launch_env()
+    if args.workers_per_gpu is None and args.family == "all" and device.type == "cuda" \
+            and launch is None and not args.sanitize and not args.select:
+        args.workers_per_gpu = xdist_gpus.default_workers_per_gpu()
+    workers = (args.gpus or 1) * (args.workers_per_gpu or 1)
+    if launch is not None and workers > 1:
+        raise HarnessError("--gpus / --workers-per-gpu (pytest-xdist) and torchrun do not mix: "
+                           "spread independent checks or shard one, not both")
+    if launch is not None and args.sanitize:
+        raise HarnessError("--sanitize does not run under torchrun")
+    if workers > 1:
+        xdist_gpus.worker_specs(args.gpus or 1, device.type, per_gpu=args.workers_per_gpu or 1)
+    shard = distributed.SINGLE if launch is None else \
+        distributed.init(launch, device.type, args.call_timeout)
+    report_dir = distributed.agree(_report_dir(args.report_dir), shard)
+    if shard.rank == 0:
+        writable(report_dir)
+    root = Path(suites.__file__).parent
+    pytest_args = [str(root / FAMILIES[family].suite) for family in families]
+    pytest_args += ["-q", "-p", "no:cacheprovider", "-W",
+                    "ignore::pytest.PytestAssertRewriteWarning", *plugin_options(args, report_dir)]
+    if args.select:
+        pytest_args += ["-k", args.select]
+
+    import pytest
+    ahead = precompile_ahead(args, device, families, report_dir) \
+        if shard.world == 1 and not args.sanitize else None
+    try:
+        with _sigterm_stops_the_run():
+            code = pytest.main(pytest_args)
+    finally:
+        if ahead is not None:
+            summary = precompile.stop(*ahead)
+            if summary:
+                print(summary)
+    if shard.world == 1:
+        return _conclude(code, report_dir, args.select)
+    try:    # rank 0 reads the report and decides; every rank exits the same way
+        said = (_conclude(code, report_dir, args.select), None) if shard.rank == 0 else None
+    except HarnessError as exc:
+        said = (None, str(exc))
+    code, error = distributed.agree(said, shard)
+    if error is not None:
+        raise HarnessError(error)
+    return code
+
+
+def precompile_ahead(args, device, families: list[str], report_dir: Path):
+    """(process, log) of the precompiler started beside a GPU run (harness/scale/precompile.py),
+    or None: a CPU run, ``--no-precompile``, or nothing listed for this run."""
+    if device.type != "cuda" or not args.precompile:
+        return None
+    import torch
+
+    major, minor = torch.cuda.get_device_capability(device)
+    log = report_dir / "precompile.log"
+    process = precompile.start(args.budget, [FAMILIES[f].suite for f in families],
+                               args.kernel or None, 10 * major + minor, log)
+    return None if process is None else (process, log)
+
+
+@contextlib.contextmanager
+def _sigterm_stops_the_run():
+    """SIGTERM (a CI job's time limit, ``timeout``) stops the run as Ctrl-C does: it ends
+    INCOMPLETE, with its summary and reports, exit code 2. Only in the CLI's own main
+    thread, and only while its pytest runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def plugin_options(args, report_dir: Path) -> list[str]:
+    """The plugin's ``--harness-*`` options for the CLI's short ones (``--kernel`` is
+    ``--harness-kernel``, ...): the CLI keeps its names, the plugin keeps out of the way of
+    other projects' conftest options."""
+    options = ["--harness-budget", args.budget, "--harness-device", args.device,
+               "--harness-seed", str(args.seed), "--harness-report-dir", str(report_dir),
+               "--harness-call-timeout", str(args.call_timeout),
+               "--harness-family-alpha", str(args.family_alpha)]
+    for target in args.kernel:
+        options += ["--harness-kernel", target]
+    for name in ("sanitize", "statistical_checks", "gpus", "workers_per_gpu"):
+        if getattr(args, name):
+            options += [f"--harness-{name.replace('_', '-')}", str(getattr(args, name))]
+    return options
+
+
+def _conclude(code: int, report_dir: Path, select: str | None) -> int:
+    """The exit code of a finished pytest run, from its code and its report (the compact
+    summary is already on the terminal: the plugin wrote it; the full table is in
+    summary.md)."""
+    import pytest
+
+    report = report_dir / "report.json"
+    body = json.loads(report.read_text()) if report.exists() else {}
+    verdict = body.get("verdict", "error")
+    if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+        raise HarnessError(f"no checks selected (-k {select!r})")
+    unfinished = body.get("not_finished") or []
+    if verdict == "incomplete" or unfinished:
+        finished, selected = body.get("finished", 0), body.get("selected")
+        of = f"{finished} of {selected}" if selected else f"{finished}"
+        raise HarnessError(f"the run is INCOMPLETE: {of} checks finished (pytest exit "
+                           f"{int(code)}); the report of the checks that finished is in "
+                           f"{report_dir}/")
+    if code == pytest.ExitCode.OK and verdict == "pass":
+        return 0
+    if code == pytest.ExitCode.TESTS_FAILED and verdict == "fail":
+        return 1
+    if code == pytest.ExitCode.OK and not report.exists():
+        raise HarnessError("no check ran: every selected check was skipped")
+    if verdict == "error" and report.exists():
+        raise HarnessError(f"a check could not run (harness error); see {report_dir}/summary.md")
+    raise HarnessError(f"the run did not complete (pytest exit {int(code)}); the report of the "
+                       f"checks that finished, if any, is in {report_dir}/")
+
+
+def _describe(meta: dict) -> str:
+    """What ``list`` says of a registered kernel beyond its target."""
+    if meta["role"] == "mutant":
+        tool = f" (compute-sanitizer {meta['tool']})" if meta.get("tool") else ""
+        devices = meta.get("devices", ["cpu", "cuda"])
+        where = "" if set(devices) >= {"cpu", "cuda"} else f" on {', '.join(devices)}"
+        return (f"fails {', '.join(meta['caught_by'])} at {meta['budget']}{where}{tool}: "
+                f"{meta['bug']}")
+    if meta["role"] == "baseline":
+        must = "; ".join(f"must fail {', '.join(checks)} on {device} from {budget}"
+                         for device, by in meta.get("must_fail", {}).items()
+                         for budget, checks in by.items())
+        return f"{meta['shipped_by']}" + (f"; {must}" if must else "")
+    return ""
+
+
+def run_list() -> int:
+    """Every registered kernel with its family, role, package and target."""
+    for family, spec in FAMILIES.items():
+        print(f"family {family}: {spec.doc}")
+        ordered = sorted(entries(family).items(),
+                         key=lambda item: (ROLES.index(item[1].role), item[0]))
+        for name, entry in ordered:
+            about = _describe(entry.meta)
+            print(f"  {entry.role:8s} {name:22s} {entry.package}: {entry.target}"
+                  + (f"\n           {about}" if about else ""))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    distributed.multicast_off()     # never NVLink multicast, here and in every child process
+    args = _parser().parse_args(argv)
+    use_triton_interpreter_without_gpu()
+    try:
+        if args.command == "list":
+            return run_list()
+        if args.command == "bench":
+            from sampling_harness.bench.command import run_bench
+            return run_bench(args.family, args.kernel, args.device, args.shape,
+                             _report_dir(args.report_dir), args.cuda_graph, args.ids,
+                             args.repeat, args.calls, args.launch, args.ceiling,
+                             args.profile)
+        if args.command == "simulate":
+            from sampling_harness.commands.simulate import run_simulate
+            return run_simulate(args, _report_dir(args.report_dir))
+        if args.command == "reproduce":
+            from sampling_harness.commands.reproduce import run_reproduce
+            return run_reproduce(args, _report_dir(args.report_dir))
+        if args.command == "compare":
+            from sampling_harness.commands.compare import run_compare
+            return run_compare(args)
+        if args.command == "selftest":
+            from sampling_harness.commands.selftest import run_selftest
+            return run_selftest(args, _report_dir(args.report_dir))
+        if args.command == "calibrate":
+            from sampling_harness.commands.calibrate import run_calibrate
+            return run_calibrate(args, _report_dir(args.out))
+        return run_check(args)
+    except HarnessError as exc:
+        print(f"sampling-harness: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        distributed.shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

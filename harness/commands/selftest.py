@@ -1,0 +1,269 @@
+"""``sampling-harness selftest FAMILY|all``: the harness run on its own kernels.
+
+Two kinds of run, each a ``sampling-harness check`` child process with its own report
+directory under DIR:
+
+* clean: one run of every registered kernel under test and every baseline of the families
+  (one false-fail budget over all of them): each check must conclude as expected (a kernel
+  passes everything; a baseline fails where its metadata says it must);
+* mutant: one run per mutant, narrowed to the checks its metadata names (``caught_by``), at
+  its own budget, or at the one given if that is higher (power is promised from the
+  mutant's budget up): every one of those checks must fail. A mutant naming a
+  compute-sanitizer ``tool`` runs under it (``--sanitize``), on a GPU only; one whose
+  ``devices`` leave this device out, or whose every catching check runs on a GPU only, is
+  skipped here, with the reason.
+
+A mutant escapes when one of its checks passes; a run that exits 2, times out, breaks off or
+records an error verdict is an error. Exit 0: every clean kernel as expected and every
+mutant caught; 1: a clean kernel failed, a mutant escaped, or a run erred; 2: the self-test
+could not start. The table goes to the terminal and to DIR/selftest.md.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sampling_harness.budgets import BUDGET_NAMES
+from sampling_harness.errors import HarnessError
+from sampling_harness.families import FAMILIES
+from sampling_harness.families.registry import by_role, default_kernels
+from sampling_harness.options import positive
+from sampling_harness.report.schema import read_report
+from sampling_harness.report.writers import atomic_write, writable
+from sampling_harness.run.runner import resolve_device
+
+CLEAN_BUDGET = {"cpu": "smoke", "cuda": "quick"}   # every edge case of every validity check
+RUN_TIMEOUT = 1800.0
+DEVICES = ("cpu", "cuda")
+GOOD = ("pass", "caught", "skipped")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("family", help=f"{' | '.join(FAMILIES)} | all")
+    parser.add_argument("--device", default="auto", choices=("auto", *DEVICES))
+    parser.add_argument("--budget", default=None, choices=BUDGET_NAMES,
+                        help="clean kernels: default smoke on a CPU, quick on a GPU; mutants: "
+                             "each at its own budget (the higher of the two if given)")
+    parser.add_argument("--kernel", action="append", default=[], metavar="MUTANT",
+                        help="run only these mutants (repeatable; no clean run)")
+    parser.add_argument("--run-timeout", type=positive(float), default=RUN_TIMEOUT,
+                        metavar="S", help="seconds one child run may take (an error after)")
+    parser.add_argument("--report-dir", default=None, help="default: reports/<timestamp>/")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One child run: ``sampling-harness check ARGS``; what it must conclude; or why it is
+    skipped on this device."""
+
+    family: str                  # a family, or "all" for the clean run of every family
+    kernel: str                  # the mutant's name; "" for the clean run
+    budget: str
+    args: tuple[str, ...] = ()
+    expected: dict[str, str] = field(default_factory=dict)   # mutant: verdict name -> fail
+    skip: str = ""
+
+    @property
+    def role(self) -> str:
+        return "mutant" if self.kernel else "clean"
+
+    @property
+    def label(self) -> str:
+        return f"{self.family} / {self.kernel or 'clean kernels'}"
+
+    @property
+    def directory(self) -> str:
+        return f"{self.family}-{self.kernel or 'clean'}"
+
+
+def selection(checks) -> str:
+    """The ``-k`` expression of these checks (test_k_selects_one_check: no name is part of
+    another check's name or suite file)."""
+    return " or ".join(f"test_{check}" for check in checks)
+
+
+def _families(target: str) -> list[str]:
+    if target != "all" and target not in FAMILIES:
+        raise HarnessError(f"unknown family {target!r}; known: {', '.join(FAMILIES)}, all")
+    return list(FAMILIES) if target == "all" else [target]
+
+
+def clean_case(target: str, device: str, budget: str | None = None) -> Case:
+    """The one run of every registered kernel and baseline of ``target`` (a family or all)."""
+    budget = budget or CLEAN_BUDGET[device]
+    return Case(target, "", budget, ("check", target, "--device", device, "--budget", budget))
+
+
+def mutant_case(family: str, name: str, meta: dict, device: str,
+                budget: str | None = None) -> Case:
+    """The run of mutant ``name`` (``meta``: its ``sampling_harness`` metadata) on its
+    checks, or why it cannot be caught on ``device``."""
+    own = meta["budget"]
+    if budget is None or BUDGET_NAMES.index(budget) < BUDGET_NAMES.index(own):
+        budget = own
+    tool, devices = meta.get("tool") or "", meta.get("devices") or list(DEVICES)
+    gpu_only = {c.name for c in FAMILIES[family].checks if c.gpu}
+    catching = [c for c in meta["caught_by"] if device == "cuda" or c not in gpu_only]
+    skip = ""
+    if tool and device != "cuda":
+        skip = (f"caught by compute-sanitizer {tool}, on a GPU only (a stray store on a CPU "
+                "may corrupt the run's own heap)")
+    elif device not in devices:
+        skip = f"its bug shows on {', '.join(devices)} only: {meta.get('bug', '')[:80]}"
+    elif not catching:
+        skip = f"caught by GPU-only checks only ({', '.join(meta['caught_by'])})"
+    args = ["check", family, "--kernel", name, "--device", device, "--budget", budget,
+            "-k", selection(catching)]
+    if tool:
+        args += ["--sanitize", tool]
+    if meta.get("call_timeout"):
+        args += ["--call-timeout", str(meta["call_timeout"])]
+    expected = {check + (f"_{tool}" if tool else ""): "fail" for check in catching}
+    return Case(family, name, budget, tuple(args), expected, skip)
+
+
+def plan(target: str, device: str, budget: str | None = None,
+         mutants: list[str] | tuple[str, ...] = ()) -> list[Case]:
+    """The runs of ``selftest TARGET`` on ``device``: the clean run, then every mutant of
+    the families (only those named in ``mutants``, and no clean run, if any are named)."""
+    families = _families(target)
+    found = {(family, name): entry for family in families
+             for name, entry in by_role(family, "mutant").items()}
+    unknown = sorted(set(mutants) - {name for _, name in found})
+    if unknown:
+        raise HarnessError(f"no mutant named {', '.join(unknown)} in {target}; known: "
+                           f"{', '.join(sorted({name for _, name in found}))}")
+    cases = [] if mutants else [clean_case(target, device, budget)]
+    return cases + [mutant_case(family, name, entry.meta, device, budget)
+                    for (family, name), entry in found.items()
+                    if not mutants or name in mutants]
+
+
+@dataclass
+class Result:
+    """What one run concluded: pass / FAIL (clean), caught / ESCAPED (mutant), ERROR, or
+    skipped."""
+
+    case: Case
+    status: str
+    detail: str
+    seconds: float = 0.0
+    report: dict | None = None
+    output: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status in GOOD
+
+
+def _last_line(output: str) -> str:
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+def judge(case: Case, code: int | None, report: dict | None, output: str) -> tuple[str, str]:
+    """(status, detail) of a finished run from its exit code (None: timed out), its report
+    (None: none readable) and its output."""
+    if code not in (0, 1) or report is None or report.get("complete") is False:
+        how = "timed out" if code is None else f"exit {code}"
+        return "ERROR", f"{how}: {_last_line(output)}"
+    checks = report["checks"]
+    if case.role == "clean":
+        wrong = [f"{c['family']} / {c['kernel']} / {c['name']}: {c['verdict']} (expected "
+                 f"{c.get('expected', 'pass')})" for c in checks
+                 if c.get("expected", "pass") not in (c["verdict"], "either")]
+        kernels = {(c["family"], c["kernel"]) for c in checks}
+        missing = [f"{f} / {k}: no verdict" for f in _families(case.family)
+                   for k in default_kernels(f) if (f, k) not in kernels]
+        if wrong or missing or code != 0:
+            return "FAIL", "; ".join((wrong + missing)[:4]) or f"exit {code}"
+        return "pass", f"{len(checks)} checks of {len(kernels)} kernels as expected"
+    verdicts = {c["name"]: c["verdict"] for c in checks}
+    escaped = [name for name in case.expected if verdicts.get(name) == "pass"]
+    if escaped:
+        return "ESCAPED", f"{', '.join(escaped)} passed"
+    if code == 1 and verdicts == case.expected:
+        return "caught", f"{', '.join(case.expected)} failed"
+    return "ERROR", f"verdicts {verdicts}, expected {', '.join(case.expected)} to fail"
+
+
+def run_case(case: Case, directory: Path, timeout: float = RUN_TIMEOUT) -> Result:
+    """Run one case as a ``sampling-harness check`` child writing its reports to
+    ``directory``, and judge it."""
+    if case.skip:
+        return Result(case, "skipped", case.skip)
+    command = [sys.executable, "-m", "sampling_harness", *case.args, "--report-dir", str(directory)]
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        code, output = done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired:
+        code, output = None, f"the run did not finish within {timeout:g} s"
+    seconds = time.perf_counter() - started
+    try:
+        report = read_report(directory / "report.json")
+    except HarnessError as exc:
+        report, output = None, f"{output}\n{exc}"
+    status, detail = judge(case, code, report, output)
+    return Result(case, status, detail, seconds, report, output)
+
+
+def _rows(result: Result) -> list[tuple]:
+    """Table rows: one per mutant; one per kernel of the clean run."""
+    case = result.case
+    if case.role == "mutant" or result.report is None:
+        return [(case.family, case.kernel or "clean kernels", case.role, case.budget,
+                 result.status, result.seconds, result.detail)]
+    rows = []
+    for family, kernel in dict.fromkeys((c["family"], c["kernel"])
+                                        for c in result.report["checks"]):
+        own = [c for c in result.report["checks"] if (c["family"], c["kernel"]) == (family,
+                                                                                   kernel)]
+        wrong = [f"{c['name']} {c['verdict']}" for c in own
+                 if c.get("expected", "pass") not in (c["verdict"], "either")]
+        rows.append((family, kernel, own[0].get("role", "kernel"), case.budget,
+                     "FAIL" if wrong else "pass", sum(c.get("duration") or 0 for c in own),
+                     ", ".join(wrong) or f"{len(own)} checks as expected"))
+    return rows + ([] if result.ok else [(case.family, "clean run", "clean", case.budget,
+                                          result.status, result.seconds, result.detail)])
+
+
+def to_markdown(results: list[Result]) -> str:
+    lines = ["| family | kernel | role | budget | result | seconds | detail |",
+             "|---|---|---|---|---|---:|---|"]
+    for result in results:
+        for family, kernel, role, budget, status, seconds, detail in _rows(result):
+            lines.append(f"| {family} | {kernel} | {role} | {budget} | {status} | "
+                         f"{seconds:.1f} | {detail.replace('|', '/')} |")
+    return "\n".join(lines) + "\n"
+
+
+def conclude(results: list[Result]) -> int:
+    """0 when every run went as it must, else 1."""
+    return 0 if all(result.ok for result in results) else 1
+
+
+def run_selftest(args, out: Path) -> int:
+    device = resolve_device(args.device).type
+    cases = plan(args.family, device, args.budget, args.kernel)
+    writable(out)
+    skipped = sum(bool(case.skip) for case in cases)
+    print(f"selftest {args.family} on {device}: {len(cases) - skipped} runs ({skipped} skipped "
+          f"here), reports under {out}/", flush=True)
+    results = []
+    for i, case in enumerate(cases, 1):
+        result = run_case(case, out / case.directory, args.run_timeout)
+        results.append(result)
+        print(f"[{i}/{len(cases)}] {case.label}: {result.status} in {result.seconds:.0f} s: "
+              f"{result.detail}", flush=True)
+    text = to_markdown(results)
+    atomic_write(out / "selftest.md", f"# sampling-harness selftest {args.family} on "
+                                      f"{device}\n\n{text}")
+    bad = [r for r in results if not r.ok]
+    print(text + f"\n{len(results) - len(bad)} of {len(results)} runs as they must be; "
+                 f"table: {out}/selftest.md")
+    return conclude(results)

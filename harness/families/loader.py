@@ -1,0 +1,82 @@
+"""Turning a TARGET string into a kernel: a registered name, ``pkg.module:attr`` or
+``path/to/file.py:attr``. Every failure is a ``HarnessError`` with a one-line reason."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sampling_harness.errors import HarnessError
+from sampling_harness.families import FAMILIES
+from sampling_harness.families.registry import entries, role_of
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str       # registered name, or the target itself
+    target: str     # what reproduces it on the command line
+    family: str
+    fn: Callable
+    meta: dict = field(default_factory=lambda: {"role": "kernel"})  # ``registry.role_of``
+
+    @property
+    def role(self) -> str:
+        return self.meta["role"]
+
+
+def registered(family: str) -> dict[str, str]:
+    """Every registered name of a family (entry points: kernels, baselines, mutants) -> its
+    ``module:attr`` target."""
+    return {name: entry.target for name, entry in entries(family).items()}
+
+
+def _import_attr(target: str) -> object:
+    module_part, sep, attr = target.rpartition(":")
+    if not sep or not module_part or not attr:
+        raise HarnessError(f"kernel target {target!r} is not NAME, package.module:attr "
+                           "or path/to/file.py:attr")
+    try:
+        if module_part.endswith(".py"):
+            path = Path(module_part).resolve()
+            if not path.is_file():
+                raise HarnessError(f"kernel file {module_part!r} does not exist")
+            spec = importlib.util.spec_from_file_location(f"_harness_target_{path.stem}", path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_part)
+    except HarnessError:
+        raise
+    except Exception as exc:  # an import that raises is the user's module, not ours
+        reason = str(exc).splitlines()[0] if str(exc) else ""
+        raise HarnessError(
+            f"cannot import {module_part!r}: {type(exc).__name__}: {reason}") from None
+    if not hasattr(module, attr):
+        raise HarnessError(f"{module_part!r} has no attribute {attr!r}")
+    return getattr(module, attr)
+
+
+def load(target: str, family: str) -> Kernel:
+    """Resolve ``target`` for ``family`` and check that it is callable with the contract."""
+    if family not in FAMILIES:
+        raise HarnessError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
+    contract = FAMILIES[family]
+    names = registered(family)
+    name, resolved = (target, names[target]) if target in names else (target, target)
+    fn = _import_attr(resolved)
+    if not callable(fn):
+        raise HarnessError(f"kernel {target!r} is a {type(fn).__name__}, not callable")
+    try:
+        inspect.signature(fn).bind(*contract.parameters)
+    except TypeError:
+        raise HarnessError(f"kernel {target!r} has signature {inspect.signature(fn)}; family "
+                           f"{family!r} calls {contract.signature}") from None
+    except ValueError:
+        pass  # builtins without a signature: let the first call decide
+    return Kernel(name=name, target=target, family=family, fn=fn, meta=role_of(fn, name, family))

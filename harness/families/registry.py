@@ -1,0 +1,171 @@
+"""Kernels registered by entry points: one group per family, ``sampling_harness.kernels.<family>``
+(a group name has no hyphens: family ``sample-logits`` is group
+``sampling_harness.kernels.sample_logits``).
+
+Any installed package registers a kernel by naming it in its metadata::
+
+    [project.entry-points."sampling_harness.kernels.sample"]
+    my-race = "mypkg.race:sample"
+
+The harness reaches kernels by these names only; it never imports a kernel package until a
+kernel is asked for. A kernel's role (kernel under test, baseline, mutant) and its
+expectations are the ``sampling_harness`` attribute of the loaded callable
+(``kernels/meta.py`` documents the dict); without one it is a kernel that must pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from importlib.metadata import entry_points
+
+from sampling_harness.budgets import BUDGET_NAMES
+from sampling_harness.errors import HarnessError
+from sampling_harness.families import FAMILIES
+
+GROUP = "sampling_harness.kernels."
+ROLES = ("kernel", "baseline", "mutant")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered kernel: its name, family, ``module:attr`` and the package naming it."""
+
+    name: str
+    family: str
+    target: str
+    package: str
+
+    def load(self):
+        return _load(self.target)
+
+    @property
+    def meta(self) -> dict:
+        return role_of(self.load(), self.name, self.family)
+
+    @property
+    def role(self) -> str:
+        return self.meta["role"]
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What a check of a kernel is expected to conclude: "pass", "fail" or "either"."""
+
+    verdict: str = "pass"
+    why: str = ""
+
+
+@cache
+def _load(target: str):
+    module, _, attr = target.partition(":")
+    import importlib
+    try:
+        value = importlib.import_module(module)
+        for part in attr.split("."):
+            value = getattr(value, part)
+    except Exception as exc:  # the registering package's problem: name it in one line
+        reason = str(exc).splitlines()[0] if str(exc) else ""
+        raise HarnessError(f"registered kernel {target!r} cannot be loaded: "
+                           f"{type(exc).__name__}: {reason}") from None
+    return value
+
+
+def group(family: str) -> str:
+    """The entry-point group of ``family`` (group names allow no hyphens)."""
+    return GROUP + family.replace("-", "_")
+
+
+def _package(ep) -> str:
+    dist = getattr(ep, "dist", None)
+    return dist.name if dist is not None else "?"
+
+
+def entries(family: str) -> dict[str, Entry]:
+    """Every kernel registered for ``family``, by name (two packages naming one kernel the
+    same is an error that names both)."""
+    found: dict[str, Entry] = {}
+    for ep in entry_points(group=group(family)):
+        entry = Entry(ep.name, family, ep.value, _package(ep))
+        other = found.get(ep.name)
+        if other is not None and other.target != entry.target:
+            raise HarnessError(f"kernel name {ep.name!r} of family {family!r} is registered "
+                               f"twice: {other.target} ({other.package}) and {entry.target} "
+                               f"({entry.package})")
+        found[ep.name] = entry
+    return found
+
+
+def _undeclared(family: str, label: str, named) -> None:
+    """``HarnessError`` if ``named`` holds a check that ``family`` does not declare."""
+    declared = {c.name for c in FAMILIES[family].checks} if family in FAMILIES else None
+    unknown = sorted(set(named) - declared) if declared is not None else []
+    if unknown:
+        raise HarnessError(f"kernel {label!r} of family {family!r} names check(s) {unknown} "
+                           f"that the family does not declare; its checks: "
+                           f"{', '.join(c.name for c in FAMILIES[family].checks)}")
+
+
+def role_of(fn, name: str = "", family: str | None = None) -> dict:
+    """The validated ``sampling_harness`` metadata of a callable ({"role": "kernel"} if none).
+    With ``family``, every check the metadata names (a mutant's ``caught_by``, a baseline's
+    ``must_fail`` and ``may_fail``) must be one that family declares."""
+    meta = getattr(fn, "sampling_harness", None)
+    if meta is None:
+        return {"role": "kernel"}
+    label = name or getattr(fn, "__name__", repr(fn))
+    if not isinstance(meta, dict) or meta.get("role") not in ROLES:
+        raise HarnessError(f"kernel {label!r}: its sampling_harness attribute must be a dict "
+                           f"with role in {ROLES}, got {meta!r:.80}")
+    if meta.get("seeds", "per-call") not in ("per-call", "per-request"):
+        raise HarnessError(f"kernel {label!r}: seeds must be 'per-call' or 'per-request', "
+                           f"got {meta['seeds']!r:.40}")
+    if meta["role"] == "mutant":
+        if not meta.get("caught_by") or meta.get("budget") not in BUDGET_NAMES:
+            raise HarnessError(f"mutant {label!r} must name the checks that catch it "
+                               f"(caught_by) and a budget in {BUDGET_NAMES}")
+        if family is not None:
+            _undeclared(family, label, meta["caught_by"])
+    if meta["role"] == "baseline":
+        for by_budget in meta.get("must_fail", {}).values():
+            unknown = set(by_budget) - set(BUDGET_NAMES)
+            if unknown:
+                raise HarnessError(f"baseline {label!r}: unknown budget(s) {sorted(unknown)} "
+                                   f"in must_fail")
+        if family is not None:
+            _undeclared(family, label, [check for by in meta.get("must_fail", {}).values()
+                                        for checks in by.values() for check in checks] +
+                        [check for checks in meta.get("may_fail", {}).values()
+                         for check in checks])
+    return meta
+
+
+def by_role(family: str, role: str) -> dict[str, Entry]:
+    """The registered kernels of ``family`` with ``role`` (loads them to read their role)."""
+    return {name: e for name, e in entries(family).items() if e.role == role}
+
+
+def default_kernels(family: str) -> list[str]:
+    """What a run checks when no kernel is named: the kernels under test and the baselines."""
+    return [name for name, e in entries(family).items() if e.role in ("kernel", "baseline")]
+
+
+def expectation(meta: dict, check: str, device: str, budget: str) -> Expectation:
+    """The expected verdict of ``check`` for a kernel with metadata ``meta`` (``role_of``)
+    on ``device`` ("cpu" | "cuda") at ``budget``.
+
+    Kernels and mutants must pass (a run gates on them as on any kernel: a mutant's run
+    fails, which is the point; the self-test and ``calibrate`` read its ``caught_by``). A
+    baseline must fail its ``must_fail`` checks on that device from the stated budget up,
+    may fail its ``may_fail`` ones, and must pass the rest.
+    """
+    rank = BUDGET_NAMES.index(budget) if budget in BUDGET_NAMES else -1
+    if meta["role"] == "baseline":
+        must = meta.get("must_fail", {}).get(device, {})
+        if any(check in checks and rank >= BUDGET_NAMES.index(b) for b, checks in must.items()):
+            return Expectation("fail", f"baseline ({meta['shipped_by']}): known to fail "
+                                       f"{check} on {device} at {budget}")
+        if check in meta.get("may_fail", {}).get(device, []):
+            return Expectation("either", f"baseline ({meta['shipped_by']}): may fail {check} "
+                                         f"on {device}")
+    return Expectation("pass")

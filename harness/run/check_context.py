@@ -1,0 +1,190 @@
+"""What a check function sees (``CheckContext``): the kernel's runner, the budget, the check's
+seed and alpha; and how its outcome becomes the run's verdict of the check.
+
+A check function ``check_fn(ctx) -> Outcome`` calls the kernel only through ``ctx.runner``
+(validated calls, ``sampling_harness.run.runner``), draws its kernel seeds from ``ctx.seeds()`` (or
+``ctx.rank_seeds()`` for its share of a sharded check) and tests at ``ctx.alpha``.
+``CheckContext.run`` turns what it returns or raises into a ``Verdict``: a kernel failure
+is a fail, anything else an error; under torchrun rank 0's verdict is the run's; a check
+whose harness work runs out of a shared GPU's memory is run again (it is seeded: the same
+batches, the same verdict). The pytest plugin (``sampling_harness.run.plugin``) makes one per check.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+
+import pytest
+import torch
+from sampling_harness.budgets import MAX_CALL_ELEMENTS
+from sampling_harness.errors import KernelFailure
+from sampling_harness.families import FAMILIES
+from sampling_harness.families.loader import Kernel
+from sampling_harness.families.registry import expectation
+from sampling_harness.run.progress import CheckProgress
+from sampling_harness.run.runner import Runner, after_freeing, derive_seed, seed_stream
+from sampling_harness.run.sanitize import run_under_tool
+from sampling_harness.run.session import HarnessSession
+from sampling_harness.scale import distributed, xdist_gpus
+from sampling_harness.stats.multiple import DEFAULT_FAMILY_ALPHA
+from sampling_harness.verdict import Outcome, Verdict
+
+CHECK_OOM_WAITS = (5.0, 15.0, 30.0)   # seconds before each re-run of a check whose harness
+# work ran out of the memory of a GPU that other workers share (CheckContext._attempts)
+
+
+class CheckContext:
+    """What a check function sees: the kernel's runner, the budget, its seed and its alpha."""
+
+    _progress: CheckProgress | None = None
+
+    def __init__(self, state: HarnessSession, kernel: Kernel, node: pytest.Item):
+        self.state = state
+        self.kernel = kernel
+        self.check_name = node.originalname.removeprefix("test_")
+        self.sanitize = state.sanitize
+        self.name = f"{self.check_name}_{self.sanitize}" if self.sanitize else self.check_name
+        self.statistical = node.get_closest_marker("statistical") is not None
+        self.family = FAMILIES[kernel.family]
+        self.budget = self.family.budgets[state.budget]
+        self.device = state.device
+        self.alpha = state.check_alpha if self.statistical else None
+        self.seed = derive_seed(state.harness_seed, kernel.family, self.check_name)
+        self.max_call_elements = MAX_CALL_ELEMENTS[self.device.type]
+        self.runner = Runner(kernel, self.device, state.call_timeout, shared_gpu=(
+            self.device.type == "cuda"
+            and (node.config.getoption("harness_workers_per_gpu") or 1) > 1))
+        self.expectation = expectation(kernel.meta, self.check_name, self.device.type,
+                                       state.budget)
+        self.config = node.config
+        self.node = node
+        self.shard = state.shard      # this process's part of a sharded check
+        self.check_retries = 0        # re-runs after the harness ran out of a shared GPU's memory
+
+    def plan(self, draws: int) -> None:
+        """The check is about to make ``draws`` draws: the progress bar's total (and ETA)."""
+        if self._progress is not None:
+            self._progress.plan(draws)
+
+    def seeds(self):
+        """Kernel seeds of a check run whole (the same on every rank of a torchrun)."""
+        return seed_stream(self.seed)
+
+    def rank_seeds(self):
+        """Kernel seeds of this rank's share of a sharded check (harness/scale/distributed.py):
+        the check's own stream in one process, an independent stream per rank otherwise."""
+        return seed_stream(self.shard.seed(self.seed))
+
+    def reproduce(self) -> str:
+        """The command that re-runs this check alone with the same bits and alpha (under
+        torchrun: with as many ranks, on any number of nodes)."""
+        s = self.state
+        launcher = ["sampling-harness"] if self.shard.world == 1 else [   # the same W ranks
+            "torchrun", "--nproc-per-node", str(self.shard.world), "-m", "sampling_harness"]
+        args = [*launcher, "check", self.kernel.family, "--kernel", self.kernel.target,
+                "--device", self.device.type, "--budget", s.budget,
+                "--seed", str(s.harness_seed)]
+        if s.statistical_checks:    # the alpha split of this run, whatever -k selects
+            args += ["--statistical-checks", str(s.statistical_checks)]
+        args += ["-k", f"test_{self.check_name}"]
+        if s.family_alpha != DEFAULT_FAMILY_ALPHA:
+            args += ["--family-alpha", repr(s.family_alpha)]
+        return shlex.join(args + (["--sanitize", self.sanitize] if self.sanitize else []))
+
+    def sanitized(self) -> Outcome:
+        """This check of this kernel, re-run in a child process under compute-sanitizer, at
+        the smoke budget whatever the run's (every edge case, few draws: the tool slows
+        each memory access by orders of magnitude)."""
+        args = ["--pyargs", f"suites.{self.family.suite}", "-q",
+                "-p", "no:cacheprovider", "-k", f"test_{self.check_name}",
+                "--harness-kernel", self.kernel.target, "--harness-device", "cuda",
+                "--harness-budget=smoke", *self.state.call_args]
+        directory = (self.state.report_dir / "sanitize" /
+                     f"{self.kernel.family}-{self.kernel.name}-{self.check_name}")
+        return run_under_tool(self.sanitize, args, directory)
+
+    def _verdict(self, outcome: Outcome, state: str, seconds: float) -> Verdict:
+        effects = self.runner.side_effects
+        if effects:    # isolated (sampling_harness.run.isolation), and said once in the message
+            outcome.message += (f" (isolated: the kernel {'; '.join(effects)}; settings "
+                                f"restored after each call)")
+            outcome.details["side_effects"] = effects
+        if self.check_retries:
+            outcome.message += (f" (run {self.check_retries + 1} times: the harness ran out of "
+                                f"the memory of the GPU that other workers share)")
+            outcome.details["check_retries"] = self.check_retries
+        if self.runner.oom_retries:
+            outcome.message += (f" ({self.runner.oom_retries} calls retried after running out "
+                                f"of the memory of the GPU that other workers share)")
+            outcome.details["oom_retries"] = self.runner.oom_retries
+        return Verdict(
+            name=self.name, family=self.kernel.family, kernel=self.kernel.name,
+            target=self.kernel.target, check=self.check_name, verdict=state,
+            statistic=outcome.statistic, p_value=outcome.p_value, alpha=outcome.alpha,
+            samples=outcome.samples, min_detectable_effect=outcome.min_detectable_effect,
+            effect=outcome.effect, seed=self.seed, duration=round(seconds, 3),
+            device=str(self.device), message=outcome.message, reproduce=self.reproduce(),
+            details={**outcome.details, "kernel_calls": self.runner.calls,
+                     "kernel_draws": self.runner.draws,
+                     "kernel_seconds": round(self.runner.seconds, 3),
+                     "guard_seconds": round(self.runner.guard_seconds, 3)},
+            role=self.kernel.role, expected=self.expectation.verdict, why=self.expectation.why)
+
+    def _settle(self, verdict: Verdict) -> Verdict:
+        """The run's verdict of this check: rank 0's under torchrun (every rank the same; a
+        rank that concluded otherwise says so on its stderr), put on the test's report for
+        whoever writes the reports."""
+        own, verdict = verdict, distributed.agree(verdict, self.shard)
+        if (own.verdict, own.message) != (verdict.verdict, verdict.message):
+            print(f"sampling-harness: rank {self.shard.rank}: {own.kernel} / {own.name}: "
+                  f"{own.verdict} here ({own.message}); rank 0's {verdict.verdict} taken",
+                  file=sys.stderr)
+        self.node.user_properties.append(
+            xdist_gpus.pack(verdict, self.state.statistical_checks, self.state.worker))
+        return verdict
+
+    def _attempts(self, check_fn) -> Outcome:
+        """``check_fn(self)``, run again (it is seeded: the same batches, the same verdict)
+        when the harness's own work runs out of the memory of a GPU that other workers
+        share, after CHECK_OOM_WAITS seconds; a kernel's own out-of-memory is the runner's
+        (``Runner.call``, an ``OutOfMemoryFailure``)."""
+        def counted() -> None:
+            self.check_retries += 1
+
+        return after_freeing(lambda: check_fn(self),
+                             CHECK_OOM_WAITS if self.runner.shared_gpu else (),
+                             torch.OutOfMemoryError, counted)
+
+    def run(self, check_fn) -> Verdict:
+        """Run ``check_fn(self) -> Outcome``; record the verdict; fail the test if it failed."""
+        started = time.perf_counter()
+        if self.sanitize:
+            check_fn = CheckContext.sanitized
+        self._progress = CheckProgress(self.config, f"{self.kernel.name} / {self.name}")
+        self.runner.on_draws = self._progress.update
+        try:
+            outcome = self._attempts(check_fn)
+            state = "pass" if outcome.passed else "fail"
+        except KernelFailure as exc:
+            outcome = Outcome(passed=False, message=f"kernel {exc}", alpha=self.alpha)
+            state = "fail"
+        except Exception as exc:
+            outcome = Outcome(passed=False, message=f"harness error: {type(exc).__name__}: {exc}")
+            verdict = self._settle(self._verdict(outcome, "error", time.perf_counter() - started))
+            if verdict.verdict == "error":
+                raise
+            state = None
+        finally:
+            self._progress.close()
+        if state is not None:
+            verdict = self._settle(self._verdict(outcome, state, time.perf_counter() - started))
+        state = verdict.verdict
+        if not verdict.as_expected:
+            expected = f" (expected to fail: {verdict.why})" if verdict.expected == "fail" else ""
+            pytest.fail(f"{self.kernel.name} / {self.name}: {state}{expected}: "
+                        f"{verdict.message}\nreproduce: {verdict.reproduce}", pytrace=False)
+        if state == "fail":
+            pytest.xfail(f"{self.kernel.name} / {self.name}: failed as stated ({verdict.why})")
+        return verdict

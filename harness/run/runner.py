@@ -1,0 +1,330 @@
+"""Calling a kernel under test: fresh inputs, a poisoned allocator, a timeout, validation.
+
+Each call gets its own copy of the inputs, inside guard bands (``sampling_harness.run.guard``: a
+write
+past an input's ends, or into an input the contract keeps read-only, fails the call), runs
+in a daemon thread so that a hang becomes a failed check instead of a stuck run, and
+returns only after the device has finished (asynchronous errors land in the call that
+caused them). Before each call, memory the allocator will hand out next is filled with a
+poison byte, so an output slot the kernel forgets to write reads back as garbage, never as
+a plausible id or placeholder. The family says how to call the kernel and how to validate
+its output exactly; everything else here is shared by every family.
+
+Poison bytes are 0x7F and 0xA5: as int64 / int32 they are neither -1 (a placeholder) nor any
+token id; as float32 they are 3.4e38 and -2.9e-16. ``call_twice`` calls the same inputs and
+seed under both, after poisoning every free block of the CUDA caching allocator (its small
+and large pools both), and demands identical outputs: an unwritten slot differs for certain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from sampling_harness.errors import HarnessError, KernelFailure
+from sampling_harness.families import FAMILIES, Family
+from sampling_harness.families.loader import Kernel
+from sampling_harness.run.guard import check_guards, guarded_copy
+from sampling_harness.run.isolation import CapturedStdout, TorchState
+from sampling_harness.seeds import described
+
+POISONS = (0x7F, 0xA5)             # byte patterns of the two poisoned calls of ``call_twice``
+CUDA_LARGE_POISON = 64 << 20       # a large-pool block (outputs above 1 MB come from here)
+CUDA_SMALL_POISON = 1 << 20        # small-pool blocks of the largest small size, two per segment
+CUDA_FILL_ROUNDS = 64              # rounds of filling the caching allocator's free blocks
+SHARED_OOM_WAITS = (1.0, 2.0, 4.0, 8.0, 16.0)   # seconds before each retry of a call that ran
+# out of memory on a GPU that other workers share (they release theirs after each check)
+
+
+def derive_seed(*parts: object) -> int:
+    """A 31-bit seed that is a pure function of ``parts`` (stable across runs and machines)."""
+    digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & 0x7FFFFFFF
+
+
+def seed_stream(seed: int):
+    """Independent-looking 31-bit call seeds, reproducible from one check seed."""
+    rng = np.random.default_rng(seed)
+    while True:
+        yield int(rng.integers(0, 2**31 - 1))
+
+
+def use_triton_interpreter_without_gpu(env: dict | None = None) -> None:
+    """Triton kernels run on a CPU only through its interpreter, which must be chosen before
+    triton is first imported: choose it in ``env`` (default: this process's environment)
+    when torch sees no GPU (an explicit setting wins). Called by the harness's own processes
+    only (its CLI, and a pytest run once it selects harness checks:
+    ``sampling_harness.run.plugin``)."""
+    if not torch.cuda.is_available():
+        (os.environ if env is None else env).setdefault("TRITON_INTERPRET", "1")
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise HarnessError("--device cuda asked for, but torch sees no CUDA device")
+    return torch.device(device)
+
+
+def _poison_free_cuda_blocks(device: torch.device, byte: int) -> None:
+    """Fill every free block the CUDA caching allocator holds with ``byte``, then add a
+    fresh poisoned small-pool segment and a 64 MB large-pool block, and free them all: the
+    next allocations of any size, from either pool, come from poisoned memory.
+
+    Free blocks are found in the allocator's snapshot and taken by allocating their size
+    (best fit hands back that very block); small-pool blocks are taken 1 MB at most (larger
+    requests go to the large pool).
+    """
+    torch.cuda.synchronize(device)
+    torch.cuda.empty_cache()
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    held: list[torch.Tensor] = []
+    remaining = None
+    for _ in range(CUDA_FILL_ROUNDS):
+        free = [(segment["segment_type"], block["size"])
+                for segment in torch.cuda.memory_snapshot() if segment["device"] == index
+                for block in segment["blocks"] if block["state"] == "inactive"]
+        takeable = [(kind, size) for kind, size in free
+                    if kind == "small" or size > CUDA_SMALL_POISON]
+        if not takeable or len(takeable) == remaining:
+            break
+        remaining = len(takeable)
+        for kind, size in takeable:
+            size = min(size, CUDA_SMALL_POISON) if kind == "small" else size
+            held.append(torch.full((size,), byte, dtype=torch.uint8, device=device))
+    held += [torch.full((CUDA_SMALL_POISON,), byte, dtype=torch.uint8, device=device)
+             for _ in range(2)]
+    held.append(torch.full((CUDA_LARGE_POISON,), byte, dtype=torch.uint8, device=device))
+    torch.cuda.synchronize(device)
+    del held
+
+
+def poison_allocator(device: torch.device, byte: int, output_bytes: int,
+                     thorough: bool = False) -> None:
+    """Leave ``byte`` where the allocator will hand out the kernel's next buffers.
+
+    CUDA: a poisoned 64 MB large-pool block and output-sized small blocks; ``thorough``:
+    every free block of the caching allocator too (``_poison_free_cuda_blocks``). CPU:
+    output-sized blocks (glibc reuses freed chunks of a size, not for certain).
+    """
+    if device.type == "cuda" and thorough:
+        _poison_free_cuda_blocks(device, byte)
+        return
+    if device.type == "cuda":
+        block = torch.full((CUDA_LARGE_POISON,), byte, dtype=torch.uint8, device=device)
+        del block
+    sizes = [max(1, output_bytes)] * 4 + [2 * max(1, output_bytes)]
+    blocks = [torch.full((size,), byte, dtype=torch.uint8, device=device) for size in sizes]
+    del blocks
+
+
+class _FilledEmpty:
+    """On a CPU, where malloc's reuse of poisoned chunks is not certain: torch's own fill
+    of uninitialised memory (NaN for floats, the largest value for integers), which
+    ``torch.empty`` applies while deterministic algorithms are on (warnings only)."""
+
+    def __init__(self, active: bool):
+        self.active = active
+        self.saved = None
+
+    def __enter__(self):
+        if self.active:
+            self.saved = (torch.are_deterministic_algorithms_enabled(),
+                          torch.is_deterministic_algorithms_warn_only_enabled(),
+                          torch.utils.deterministic.fill_uninitialized_memory)
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            torch.utils.deterministic.fill_uninitialized_memory = True
+
+    def __exit__(self, *exc):
+        self.restore()
+
+    def restore(self) -> None:
+        """Put torch's settings back (also called when the kernel's thread hangs)."""
+        if self.saved is not None:
+            enabled, warn_only, fill = self.saved
+            torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+            torch.utils.deterministic.fill_uninitialized_memory = fill
+            self.saved = None
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _poison_hint(output: object, byte: int) -> str:
+    """' (...)' when the output holds the poison pattern: a slot the kernel never wrote."""
+    if not isinstance(output, torch.Tensor) or output.dtype.is_floating_point:
+        return ""
+    width = output.element_size()
+    pattern = int.from_bytes(bytes([byte]) * width, "little", signed=True)
+    extreme = torch.iinfo(output.dtype).max if output.dtype.is_signed else None
+    hits = (output == pattern) | (output == extreme) if extreme is not None \
+        else output == pattern
+    count = int(hits.sum())
+    return (f" ({count} slots hold the allocator poison or torch's fill of uninitialised "
+            "memory: output the kernel never wrote)") if count else ""
+
+
+class OutOfMemoryFailure(KernelFailure):
+    """The kernel raised torch's OutOfMemoryError (on a shared GPU, ``Runner.call`` retries)."""
+
+
+def after_freeing(attempt, waits: tuple[float, ...], caught: type[BaseException], counted):
+    """``attempt()``; while it raises ``caught``, again after each of ``waits`` seconds (torch's
+    cached GPU memory returned first, ``counted()`` told); the last attempt's error stands.
+    For a GPU that other workers share: their checks free their memory when they end."""
+    for wait in waits:
+        try:
+            return attempt()
+        except caught:
+            counted()
+            torch.cuda.empty_cache()
+            time.sleep(wait)
+    return attempt()
+
+
+@dataclass
+class Runner:
+    """Calls one kernel of its family and keeps count of what it cost."""
+
+    kernel: Kernel
+    device: torch.device
+    timeout: float
+    calls: int = 0
+    draws: int = 0
+    seconds: float = 0.0
+    guard_seconds: float = 0.0     # building and checking guard bands (harness/run/guard.py)
+    on_draws: object = None        # called with each valid call's draws (a progress bar)
+    side_effects: dict = field(default_factory=dict)   # what calls changed -> how many times
+    shared_gpu: bool = False       # other workers' checks use the same GPU (xdist)
+    oom_retries: int = 0           # calls retried after running out of the shared GPU's memory
+
+    @property
+    def family(self) -> Family:
+        return FAMILIES[self.kernel.family]
+
+    def call(self, inputs: dict, seed, poison: int = POISONS[0],
+             thorough: bool = False):
+        """One validated call of the kernel on a fresh copy of ``inputs`` (the contract's
+        arguments but the seed, already on the device); ``seed`` an int, or per-request
+        seeds (an int64 tensor, copied for the call); returns the family's validated
+        output. Every misbehaviour raises ``KernelFailure``. On a GPU that other workers
+        share, a call that runs out of memory is retried after SHARED_OOM_WAITS (their
+        checks hold memory for a while; a kernel that needs more than the GPU has still
+        fails), and counted in ``oom_retries``."""
+        def counted() -> None:
+            self.oom_retries += 1
+
+        return after_freeing(lambda: self._call_once(inputs, seed, poison, thorough),
+                             SHARED_OOM_WAITS if self.shared_gpu else (), OutOfMemoryFailure,
+                             counted)
+
+    def _call_once(self, inputs: dict, seed, poison: int, thorough: bool):
+        family = self.family
+        started = time.perf_counter()
+        fresh, guards = guarded_copy(inputs)
+        call_seed = seed.clone() if isinstance(seed, torch.Tensor) else seed
+        self.guard_seconds += time.perf_counter() - started
+        poison_allocator(self.device, poison, family.output_bytes(inputs), thorough)
+        outcome: dict[str, object] = {}
+        fill = _FilledEmpty(thorough and self.device.type == "cpu" and poison == POISONS[0])
+
+        def call() -> None:
+            try:
+                with fill:
+                    outcome["output"] = family.call(self.kernel.fn, fresh, call_seed)
+                    _synchronize(self.device)
+            except BaseException as exc:  # reported, never swallowed
+                outcome["error"] = exc
+
+        started = time.perf_counter()
+        before = TorchState.capture()
+        thread = threading.Thread(target=call, name=f"kernel-{self.kernel.name}", daemon=True)
+        with CapturedStdout() as printed:
+            thread.start()
+            thread.join(self.timeout)
+        self.seconds += time.perf_counter() - started
+        self._isolate(before, printed)
+        if thread.is_alive():
+            fill.restore()
+            raise KernelFailure(f"call did not return within {self.timeout:g} s "
+                                f"({_shape_note(inputs)}, {described(seed)})")
+        if "error" in outcome:
+            exc = outcome["error"]
+            failure = OutOfMemoryFailure if isinstance(exc, torch.OutOfMemoryError) \
+                else KernelFailure
+            raise failure(f"raised {type(exc).__name__}: {_first_line(exc)}"[:300])
+        started = time.perf_counter()
+        check_guards(guards, fresh, inputs, family.writable)
+        self.guard_seconds += time.perf_counter() - started
+        try:
+            validated = family.validate(outcome["output"], inputs)
+        except KernelFailure as exc:
+            raise KernelFailure(f"{exc}{_poison_hint(outcome['output'], poison)}") from None
+        self.calls += 1
+        draws = family.draws(inputs)
+        self.draws += draws
+        if self.on_draws is not None:
+            self.on_draws(draws)
+        return validated
+
+    def _isolate(self, before: TorchState, printed: CapturedStdout) -> None:
+        """Put back torch's global state as it was before the call; note what changed."""
+        changed = before.changes(TorchState.capture())
+        if changed:
+            before.restore()
+        if printed.written:
+            changed.append(f"printed {printed.written} characters to stdout")
+        for change in changed:
+            self.side_effects[change] = self.side_effects.get(change, 0) + 1
+
+    def call_twice(self, inputs: dict, seed: int):
+        """Call twice with the same inputs and seed, under the two poison patterns with every
+        free allocator block poisoned; demand identical outputs. A slot the kernel leaves
+        unwritten differs between the calls for certain; so does any nondeterminism."""
+        first = self.call(inputs, seed, POISONS[0], thorough=True)
+        second = self.call(inputs, seed, POISONS[1], thorough=True)
+        for a, b in zip(_tensors(first), _tensors(second), strict=True):
+            _demand_equal(a, b, seed, inputs)
+        return first
+
+
+def _tensors(output) -> list[torch.Tensor]:
+    """The tensors of a validated output (one tensor, or a tuple with None for absent parts)."""
+    parts = output if isinstance(output, tuple) else (output,)
+    return [part for part in parts if part is not None]
+
+
+def _demand_equal(first: torch.Tensor, second: torch.Tensor, seed: int, inputs: dict) -> None:
+    """Identical outputs of the two poisoned calls (NaN equal to NaN), else KernelFailure."""
+    if not torch.equal(first, second) and not (
+            first.dtype.is_floating_point and torch.equal(first.isnan(), second.isnan())
+            and torch.equal(first.nan_to_num(0.0), second.nan_to_num(0.0))):
+        differ = (first != second) & ~(first.isnan() & second.isnan()) \
+            if first.dtype.is_floating_point else first != second
+        where = tuple(int(i) for i in differ.nonzero()[0])
+        raise KernelFailure(
+            f"same inputs and seed gave different outputs under poison bytes "
+            f"0x{POISONS[0]:02X} and 0x{POISONS[1]:02X}: {int(differ.sum())} of "
+            f"{first.numel()} values differ, first at {where} ({first[where].item()} vs "
+            f"{second[where].item()}): an unwritten output slot, or a nondeterministic "
+            f"kernel ({described(seed)}, {_shape_note(inputs)})")
+
+
+def _shape_note(inputs: dict) -> str:
+    """'probs [4, 7], ...': the shapes of a call's tensor inputs, for messages."""
+    parts = [f"{name} {list(value.shape)}" for name, value in inputs.items()
+             if isinstance(value, torch.Tensor)]
+    return ", ".join(parts) or "no tensor inputs"

@@ -1,0 +1,198 @@
+"""Run-wide state of one harness run (one pytest session): options resolved once, the
+verdicts so far, where and by whom reports are written (see ``HarnessSession``)."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+import torch
+from sampling_harness.budgets import get_budget
+from sampling_harness.errors import HarnessError
+from sampling_harness.families import FAMILIES
+from sampling_harness.families.loader import Kernel, load
+from sampling_harness.families.registry import default_kernels
+from sampling_harness.report.writers import writable, write_all
+from sampling_harness.run.runner import resolve_device
+from sampling_harness.run.terminal import one_line, summary_lines
+from sampling_harness.scale import distributed, xdist_gpus
+from sampling_harness.stats.multiple import bonferroni
+from sampling_harness.verdict import Verdict
+
+
+class HarnessSession:
+    """Run-wide state: options resolved once, the verdicts so far, where reports go.
+
+    Who writes the reports: a one-process run; under pytest-xdist the controller (workers
+    run the checks and send their verdicts, ``sampling_harness.scale.xdist_gpus``); under torchrun
+    rank 0
+    (every rank runs the selection, ``sampling_harness.scale.distributed``)."""
+
+    def __init__(self, config: pytest.Config):
+        opt = config.getoption
+        self.worker = xdist_gpus.is_worker(config)
+        self.controller = xdist_gpus.distributing(config)
+        self.workers = len(opt("tx", None) or ()) if self.controller else None
+        try:
+            self.device = resolve_device(opt("harness_device"))
+            self.budget = get_budget(opt("harness_budget"))
+            launch = distributed.launch_env()
+            self.shard = distributed.SINGLE
+            self.owns_group = False
+            if launch is not None:
+                if self.worker or self.controller or (opt("harness_gpus") or 1) > 1:
+                    raise HarnessError("--harness-gpus (pytest-xdist) and torchrun do not mix: "
+                                       "spread independent checks or shard one, not both")
+                if opt("harness_sanitize"):
+                    raise HarnessError("--harness-sanitize does not run under torchrun")
+                self.owns_group = not distributed.initialized()
+                self.shard = distributed.init(launch, self.device.type, opt("harness_call_timeout"))
+                if self.device.type == "cuda":
+                    self.device = torch.device("cuda", launch.local_rank)
+        except HarnessError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.writes = not self.worker and self.shard.rank == 0
+        self.targets: list[str] = opt("harness_kernel")
+        self.harness_seed: int = opt("harness_seed")
+        self.call_timeout: float = opt("harness_call_timeout")
+        self.family_alpha: float = opt("harness_family_alpha")
+        self.sanitize: str | None = opt("harness_sanitize")
+        self.pinned_checks: int | None = opt("harness_statistical_checks")
+        if self.pinned_checks is not None and self.pinned_checks < 1:
+            raise pytest.UsageError(f"--harness-statistical-checks must be >= 1, got "
+                                    f"{self.pinned_checks}")
+        self.call_args = [f"--{name.replace('_', '-')}={opt(name)}" for name in
+                          ("harness_seed", "harness_call_timeout", "harness_family_alpha")]
+        self.report_dir = Path(opt("harness_report_dir") or distributed.agree(
+            Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S"), self.shard))
+        try:
+            if self.writes:
+                writable(self.report_dir)
+        except HarnessError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.statistical_checks = 0
+        self.verdicts: list[tuple[str, Verdict]] = []   # (node id, verdict), as they finish
+        self.checks: set[str] = set()             # node ids of the collected checks
+        self.order: dict[str, int] = {}           # node id -> place in the collection
+        self.settled: set[str] = set()            # checks with a verdict, or skipped
+        self.done = 0                             # checks finished
+        self.skipped: list[str] = []              # the family of each skipped check
+        self.plugins = config.pluginmanager
+        self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.clock = time.perf_counter()
+        self._kernels: dict[str, list[Kernel]] = {}
+
+    def kernels(self, family: str) -> list[Kernel]:
+        if family not in self._kernels:
+            try:
+                targets = self.targets or default_kernels(family)
+                self._kernels[family] = [load(t, family) for t in targets]
+            except HarnessError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        return self._kernels[family]
+
+    @property
+    def check_alpha(self) -> float:
+        return bonferroni(self.family_alpha, max(1, self.statistical_checks))
+
+    def meta(self, complete: bool) -> dict:
+        unfinished = sorted(self.checks - self.settled, key=lambda n: self.order.get(n, 0))
+        return {"budget": self.budget, "device": str(self.device),
+                "harness_seed": self.harness_seed, "family_alpha": self.family_alpha,
+                "statistical_checks": self.statistical_checks, "started": self.started,
+                "seconds": round(time.perf_counter() - self.clock, 1),   # the run's, so far
+                "families": sorted({v.family for _, v in self.verdicts}),
+                "complete": complete and not unfinished, "not_finished": unfinished,
+                "selected": len(self.checks) or None, "skipped": len(self.skipped),
+                "finished": len(self.verdicts) + len(self.skipped),
+                **({"workers": self.workers} if self.workers else {}),
+                **({"world_size": self.shard.world} if self.shard.world > 1 else {})}
+
+    def ordered(self) -> list[Verdict]:
+        """The verdicts in the selection's order (as a one-process run lists them)."""
+        inf = len(self.order)
+        return [v for _, v in sorted(self.verdicts, key=lambda nv: self.order.get(nv[0], inf))]
+
+    def write(self, complete: bool = False) -> None:
+        """Rewrite the reports (after each check: ``complete`` false, the run is going on);
+        the last write of a run that stopped before any verdict still says INCOMPLETE."""
+        if self.writes and (self.verdicts or self.checks and not complete):
+            write_all(self.report_dir, self.ordered(), self.meta(complete))
+
+    def collected(self, nodeids: list[str]) -> None:
+        """The checks of the run, in order (a one-process run's collection, or the ids an
+        xdist worker collected)."""
+        self.checks = set(nodeids)
+        self.order = {nodeid: i for i, nodeid in enumerate(nodeids)}
+        terminal = self.plugins.get_plugin("terminalreporter")
+        if terminal is not None and self.checks and not self.worker:
+            spread = (f", over {self.workers} workers" if self.workers else
+                      f", sharded over {self.shard.world} ranks" if self.shard.world > 1 else "")
+            terminal.write_line(
+                f"sampling-harness: {len(self.checks)} checks, budget {self.budget}, device "
+                f"{self.device}, harness seed {self.harness_seed}{spread}"
+                + (f", under compute-sanitizer {self.sanitize}" if self.sanitize else ""))
+
+    def pytest_runtest_logreport(self, report) -> None:
+        """(A hook: the session is registered as a plugin.) Record the verdict a check's
+        report carries (from this process or an xdist worker) and write the reports; one
+        numbered line per check that finished, was skipped, or never finished."""
+        if self.worker:
+            return
+        carried = xdist_gpus.unpack(report) if report.when == "call" else None
+        if carried is not None:
+            verdict, self.statistical_checks = carried
+            self.verdicts.append((report.nodeid, verdict))
+            self.settled.add(report.nodeid)
+            self.write()
+            stated = "" if verdict.expected == "pass" else (
+                " (as stated)" if verdict.as_expected else f" (stated: {verdict.expected})")
+            reason = "" if verdict.verdict == "pass" else f": {one_line(verdict.message, 160)}"
+            self.progress(f"{verdict.family} / {verdict.kernel} / {verdict.name}: "
+                          f"{verdict.verdict}{stated} in {verdict.duration:.1f} s{reason}")
+        elif report.skipped and report.when in ("setup", "call") and \
+                report.nodeid in self.checks:
+            self.settled.add(report.nodeid)
+            self.skipped.append(_family(report))
+            self.progress(xdist_gpus.line(report) or f"{report.nodeid}: skipped")
+        elif report.failed and report.when in ("setup", "???") and report.nodeid in self.checks:
+            why = "its worker crashed" if report.when == "???" else "an error before it ran"
+            self.progress(f"{report.nodeid}: did not finish ({why})")
+
+    def progress(self, line: str) -> None:
+        """One line per finished check, numbered, on pytest's terminal (instead of dots;
+        written from the report hooks, where pytest does not capture output)."""
+        self.done += 1
+        terminal = self.plugins.get_plugin("terminalreporter")
+        if terminal is not None:
+            width = len(str(len(self.checks)))
+            total = f"/{len(self.checks)}" if self.checks else ""   # unknown under a plain -n
+            terminal.ensure_newline()
+            terminal.write_line(f"[{self.done:{width}d}{total}] {line}")
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus) -> None:
+        """(A hook.) The compact end of the run (``sampling_harness.run.terminal``), written by the
+        process that writes the reports; the full table is in summary.md."""
+        if not self.writes or not (self.verdicts or self.checks):
+            return
+        meta = self.meta(finished(exitstatus))
+        terminalreporter.ensure_newline()
+        for line in summary_lines(self.ordered(), meta, self.skipped, self.report_dir):
+            terminalreporter.write_line(line)
+
+
+def _family(report) -> str:
+    """The family of a skipped check: its progress line's first part, or its suite package."""
+    line = xdist_gpus.line(report)
+    if line:
+        return line.split(" / ")[0]
+    parts = report.nodeid.split("::")[0].replace("\\", "/").split("/")
+    return next((f for f, spec in FAMILIES.items() if spec.suite in parts), "?")
+
+
+def finished(exitstatus) -> bool:
+    """pytest ran the whole selection (some checks may have failed): not interrupted, not
+    broken down."""
+    return exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)

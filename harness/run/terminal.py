@@ -1,0 +1,75 @@
+"""The end of a run on the terminal: a compact summary (the full table is in summary.md).
+
+What a CI log or a desk terminal needs, in this order: the run's verdict (INCOMPLETE, with
+how many checks finished of how many selected, when the run did not finish); per family,
+the checks passed / failed / skipped; each failure with its one-line reason and the command
+that reproduces it; the ten slowest checks with their seconds; where the reports are.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from sampling_harness.report.writers import incomplete_line
+from sampling_harness.verdict import Verdict, run_verdict
+
+SLOWEST = 10
+REASON = 300          # characters of a failure's reason on the terminal
+
+
+def one_line(text: str, limit: int = REASON) -> str:
+    """The first line of ``text``, cut to ``limit`` characters."""
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def _tally(verdicts: list[Verdict], skipped: list[str]) -> dict[str, Counter]:
+    """family -> counts of passed, failed (not as the run expects), failed as stated
+    (a mutant caught, a baseline's stated failure), error and skipped."""
+    tally: dict[str, Counter] = {}
+    for v in verdicts:
+        kind = ("error" if v.verdict == "error" else
+                "failed" if not v.as_expected else
+                "passed" if v.verdict == "pass" else "failed as stated")
+        tally.setdefault(v.family, Counter())[kind] += 1
+    for family in skipped:
+        tally.setdefault(family, Counter())["skipped"] += 1
+    return tally
+
+
+def _counts(counts: Counter) -> str:
+    shown = [f"{counts[k]} {k}" for k in ("passed", "failed", "skipped")]
+    shown += [f"{counts[k]} {k}{'s' * (k == 'error' and counts[k] != 1)}"
+              for k in ("failed as stated", "error") if counts[k]]
+    return ", ".join(shown)
+
+
+def summary_lines(verdicts: list[Verdict], meta: dict, skipped: list[str],
+                  report_dir: Path | None) -> list[str]:
+    """The compact summary; ``skipped``: the family of each skipped check."""
+    state = run_verdict(verdicts, meta)
+    took = f", in {meta['seconds']:.1f} s" if meta.get("seconds") is not None else ""
+    skips = f", {len(skipped)} skipped" if skipped else ""
+    head = incomplete_line(verdicts, meta) if state == "incomplete" else \
+        f"{state.upper()} ({len(verdicts)} checks{skips}{took})"
+    lines = [f"sampling-harness: {head}"]
+    for family, counts in sorted(_tally(verdicts, skipped).items()):
+        lines.append(f"  {family}: {_counts(counts)}")
+    failed = [v for v in verdicts if not v.as_expected]
+    if failed:
+        lines.append("failures:")
+        for v in failed:
+            stated = "" if v.expected == "pass" else f" (stated: {v.expected})"
+            lines += [f"  {v.family} / {v.kernel} / {v.name}: {v.verdict}{stated}: "
+                      f"{one_line(v.message)}", f"    reproduce: {v.reproduce}"]
+    slowest = sorted(verdicts, key=lambda v: -v.duration)[:SLOWEST]
+    if slowest:
+        lines.append(f"slowest {len(slowest)} checks (seconds):")
+        lines += [f"  {v.duration:8.1f}  {v.family} / {v.kernel} / {v.name}" for v in slowest]
+    if report_dir is not None and verdicts:
+        lines.append(f"report: {report_dir}/ (summary.md: the full table; report.json, "
+                     f"junit.xml, report.html)")
+    elif not verdicts:
+        lines.append("report: none (no check finished)")
+    return lines
