@@ -9,8 +9,9 @@ import cProfile
 import pstats
 import sys
 
-import sampling_harness.kernels.sample_logits.triton_filtered_race as race
 import torch
+
+import sampling_harness.kernels.sample_logits.triton_filtered_race as race
 from sampling_harness.bench.ceiling import row_sum
 from sampling_harness.bench.timing import host_us
 from sampling_harness.kernels.sample_logits.triton_row_fallback import fallback_race

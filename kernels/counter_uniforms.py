@@ -13,6 +13,7 @@ Memory traffic: int64 temporaries of the draws' shape (about 8 passes of 8 bytes
 from __future__ import annotations
 
 import torch
+
 from sampling_harness.kernels.request_seeds import UNSEEDED, request_seeds
 
 

@@ -15,6 +15,7 @@ was. Memory traffic of per-request seeds: one 8-byte load per row (per program a
 import torch
 import triton
 import triton.language as tl
+
 from sampling_harness.kernels.request_seeds import fresh_for_unseeded, request_seeds
 from sampling_harness.kernels.split_scratch import next_power_of_2
 

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+
 from sampling_harness.reference.min_p import min_p_masks
 
 U32 = float(torch.finfo(torch.float32).eps) / 2  # unit roundoff of float32: 2^-24

@@ -18,6 +18,7 @@ scores lie within float32 rounding are ``ambiguous`` and may legitimately differ
 from __future__ import annotations
 
 import numpy as np
+
 from sampling_harness.reference.categorical import chunked_race_winner, exponential_from_bits
 
 AMBIGUOUS = 2e-6        # relative gap of the two best token scores float32 may not order

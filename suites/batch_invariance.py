@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
+
 from sampling_harness.seeds import SKIPPED, UNSEEDED, request_seeds, takes_request_seeds
 from sampling_harness.verdict import Outcome
 

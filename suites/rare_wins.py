@@ -21,6 +21,7 @@ import math
 from functools import partial
 
 import torch
+
 from sampling_harness.report.plots import tail_plot
 from sampling_harness.scale.distributed import SINGLE, Shard, merged
 from sampling_harness.stats.binomial import (

@@ -13,8 +13,8 @@ import textwrap
 
 import pytest
 import torch
-from sampling_harness.run.isolation import CapturedStdout, TorchState
 
+from sampling_harness.run.isolation import CapturedStdout, TorchState
 from tests.helpers import cli
 
 RUDE = textwrap.dedent('''

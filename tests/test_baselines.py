@@ -11,9 +11,9 @@ import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
+
 from sampling_harness.families.registry import expectation, role_of
 from sampling_harness.kernels.meta import baseline
-
 from tests.helpers import cli
 
 META = baseline("an engine", must_fail={"cuda": {"standard": ("tail",)}},

@@ -9,6 +9,7 @@ import warnings
 
 import pytest
 import torch
+
 from sampling_harness.bench.command import build_rows, render, run_bench, strict_json
 from sampling_harness.bench.launch import bind, label, launch_parameters, parse_grid
 from sampling_harness.bench.timing import (

@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 import pytest
+
 from sampling_harness.commands.calibrate import (
     RUN,
     collect,
@@ -17,7 +18,6 @@ from sampling_harness.commands.calibrate import (
     summarize,
 )
 from sampling_harness.commands.cli import main
-
 from tests.helpers import cli
 
 SMOKE = ("--budget", "smoke", "--device", "cpu", "-k", "test_independence", "--workers", "2")

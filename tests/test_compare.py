@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 import pytest
+
 from sampling_harness.commands.cli import main
 from sampling_harness.commands.compare import change, decades
 from sampling_harness.report.writers import to_json

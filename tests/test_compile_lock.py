@@ -87,8 +87,9 @@ def test_a_waiter_compiles_itself_after_wait_s():
 
 
 def test_triton_loads_the_manager_from_the_workers_environment(monkeypatch):
-    from sampling_harness.scale.xdist_gpus import COMPILE_LOCK
     from triton import knobs
+
+    from sampling_harness.scale.xdist_gpus import COMPILE_LOCK
 
     monkeypatch.setenv(*COMPILE_LOCK)
     assert knobs.cache.manager_class is LockingCacheManager

@@ -8,6 +8,7 @@ import ast
 from pathlib import Path
 
 import pytest
+
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES, Check, Family
 from sampling_harness.families.registry import by_role, role_of

@@ -14,10 +14,10 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+
 from sampling_harness.commands.cli import main
 from sampling_harness.errors import HarnessError, KernelFailure
 from sampling_harness.families.loader import load
-from sampling_harness.families.sample import BUDGETS
 from sampling_harness.run.plugin import harness_environment
 from sampling_harness.run.runner import Runner, derive_seed, seed_stream
 from sampling_harness.scale.distributed import (
@@ -27,6 +27,7 @@ from sampling_harness.scale.distributed import (
     merged,
     multicast_off,
 )
+from sampling_harness.suites.sample.contract import BUDGETS
 
 WORLD = 2
 DRAWS = 1001                    # per row: shares 501 + 500
@@ -101,7 +102,7 @@ def _ctx(shard: Shard):
 def _rank(rank: int, store: str, out: str) -> None:
     """One gloo rank: the sharded fit counts and tail check, and two failures said to all."""
     from sampling_harness.suites.sample.draws import count_tokens
-    from sampling_harness.suites.sample.test_tail import tail
+    from sampling_harness.suites.sample.tail import tail
 
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank,
                             world_size=WORLD)
@@ -129,7 +130,7 @@ def _rank(rank: int, store: str, out: str) -> None:
 def _one_process_tail(shard: Shard, monkeypatch) -> list[tuple[int, int]]:
     """The tail check's (rare wins, rows) of one rank's shard, drawn here without merging."""
     import sampling_harness.suites.rare_wins as rare_wins
-    import sampling_harness.suites.sample.test_tail as tail_module
+    import sampling_harness.suites.sample.tail as tail_module
 
     monkeypatch.setattr(rare_wins, "merged", lambda shard, what, count: count())
     return [(s["rare_wins"], s["rows"]) for s in tail_module.tail(_ctx(shard)).details["scales"]]

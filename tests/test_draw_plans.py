@@ -4,6 +4,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import torch
+
 from sampling_harness.families.loader import load
 from sampling_harness.reference.rejection import RejectionLaws
 from sampling_harness.run.runner import Runner, derive_seed, seed_stream

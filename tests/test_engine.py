@@ -6,10 +6,10 @@ import json
 
 import numpy as np
 import pytest
+
 from sampling_harness.engine import Engine, EngineConfig, Request, parts, toy_models
 from sampling_harness.engine.metrics import acceptance_test, continuation_law, tme_and_bound
 from sampling_harness.kernels.mutants.spec_decode_mutants import stale_drafts
-
 from tests.helpers import cli
 
 

@@ -17,10 +17,11 @@ tables; a GPU takes more tables (Triton compiles each new shape, so still few).
 from __future__ import annotations
 
 import pytest
-import sampling_harness.kernels.sample_logits.triton_filtered_race as race
-import sampling_harness.kernels.sample_logits.triton_top_k_select as select
 import torch
 from hypothesis import HealthCheck, Phase, given, settings
+
+import sampling_harness.kernels.sample_logits.triton_filtered_race as race
+import sampling_harness.kernels.sample_logits.triton_top_k_select as select
 from sampling_harness.kernels.sample_logits.race_noise import sorted_race
 from sampling_harness.reference.processed import process
 from sampling_harness.strategies.logits import sampling_tables

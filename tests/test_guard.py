@@ -3,6 +3,7 @@ with a message that names the tensor, the side and the first offset touched."""
 
 import pytest
 import torch
+
 from sampling_harness.errors import KernelFailure
 from sampling_harness.families.loader import Kernel
 from sampling_harness.run.guard import ALIGN, MAX_BAND, band_bytes, check_guards, guarded_copy

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
+
 from sampling_harness.report.html import FigureCache, to_html
 from sampling_harness.report.plots import (
     CAP,
@@ -27,8 +29,6 @@ from sampling_harness.report.plots import (
 from sampling_harness.report.writers import write_all
 from sampling_harness.stats.chisquare import chisquare_gof, pool_bins, pooled_counts
 from sampling_harness.verdict import Verdict
-from scipy import stats
-
 from tests.helpers import cli
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -94,7 +94,7 @@ def test_the_search_sees_a_cycle_and_the_imports_it_is_made_of():
     assert cycles({"a": {"b"}, "b": set()}) == []
     graph = import_graph()
     assert "sampling_harness.errors" in graph["sampling_harness.families"]
-    assert "sampling_harness.families" in graph["sampling_harness.families.sample"]
+    assert "sampling_harness.families" in graph["sampling_harness.suites.sample.contract"]
     assert "sampling_harness.commands.calibrate" in graph["sampling_harness.commands.cli"]
     assert "sampling_harness.report.schema" in graph["sampling_harness.commands.compare"]
     assert "sampling_harness.commands.reproduce" not in graph["sampling_harness.commands.compare"]

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+
 from sampling_harness.kernels.logprobs.torch_logprobs import logprobs_torch
 from sampling_harness.kernels.logprobs.triton_logprobs import logprobs_triton
 from sampling_harness.kernels.mutants import logprobs_mutants as mutants

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+
 from sampling_harness.scale import precompile
 
 TEST = "/x/suites/{suite}/test_fit.py::test_fit_curated[{kernel}]"
@@ -103,8 +104,9 @@ def test_the_shipped_list_names_kernels_that_exist():
 def test_an_entry_replays_to_the_key_the_jit_compiled(monkeypatch, tmp_path):
     """A compile caught from the JIT (as benchmarks/compile_census.py catches it) and
     described replays to the JIT's own cache key; another constexpr makes it stale."""
-    from sampling_harness.bench.ceiling import _row_sum
     from triton.runtime.jit import JITFunction
+
+    from sampling_harness.bench.ceiling import _row_sum
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     caught = []

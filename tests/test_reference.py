@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
+
 from sampling_harness.reference.categorical import (
     chunked_race_winner,
     collision_probability,

@@ -5,6 +5,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.special import logsumexp
+
 from sampling_harness.reference.processed import (
     U32,
     division_roundings,
@@ -18,7 +20,6 @@ from sampling_harness.reference.processed import (
     processed_probs,
     tme,
 )
-from scipy.special import logsumexp
 
 SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, database=None)
 NEG = -np.inf

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
+from scipy import stats
+
 from sampling_harness.reference.rejection import (
     RejectionLaws,
     acceptance_length_law,
@@ -26,7 +28,6 @@ from sampling_harness.strategies.rejection import (
     rejection_laws,
     residual_possible,
 )
-from scipy import stats
 
 SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, database=None)
 LEVEL = 1e-6  # Monte Carlo checks: a correct reference fails with probability < 1e-6

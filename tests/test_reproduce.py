@@ -6,9 +6,9 @@ import json
 import math
 
 import pytest
+
 from sampling_harness.commands.cli import main
 from sampling_harness.commands.reproduce import same_value
-
 from tests.helpers import cli
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+
 from sampling_harness.families.registry import entries, role_of
 from sampling_harness.kernels.sample.triton_inverse_cdf import inverse_cdf
 from sampling_harness.seeds import SKIPPED, takes_request_seeds
@@ -24,7 +25,6 @@ from sampling_harness.suites.batch_invariance import (
     Adapter,
     Pool,
 )
-
 from tests.helpers import cli, verdicts
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -4,10 +4,11 @@ import time
 
 import pytest
 import torch
+
 from sampling_harness.errors import KernelFailure
 from sampling_harness.families.loader import Kernel
-from sampling_harness.families.sample import validate_ids
 from sampling_harness.run.runner import POISONS, Runner, derive_seed, poison_allocator
+from sampling_harness.suites.sample.contract import validate_ids
 
 PROBS = torch.tensor([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
+
 from sampling_harness.errors import KernelFailure
-from sampling_harness.families.sample_logits import validate_ids
 from sampling_harness.kernels.logprobs.torch_logprobs import kept_entries, upcast
 from sampling_harness.kernels.sample_logits.race_noise import sorted_race
 from sampling_harness.kernels.sample_logits.torch_sample_logits import (
@@ -19,6 +19,7 @@ from sampling_harness.kernels.sample_logits.torch_sample_logits import (
 from sampling_harness.kernels.sample_logits.triton_filtered_race import sample_logits_triton
 from sampling_harness.reference.processed import process, processed_probs
 from sampling_harness.strategies.logits import sampling_tables
+from sampling_harness.suites.sample_logits.contract import validate_ids
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 KERNELS = {"torch": sample_logits_torch}
@@ -436,6 +437,7 @@ def test_min_p_goes_by_keyword_only_where_given_and_only_to_kernels_that_take_it
 def test_plain_int_launch_arithmetic_equals_tritons():
     """The wrappers' cdiv and next_power_of_2 (plain ints, for host time) equal Triton's."""
     import triton
+
     from sampling_harness.kernels.split_scratch import cdiv, next_power_of_2
     for n in [*range(1, 2100), 151936, 2**20 + 1]:
         assert next_power_of_2(n) == triton.next_power_of_2(n)

@@ -4,8 +4,8 @@ The logs below are compute-sanitizer's own output on an H100 (CUDA 13, 2026-11-2
 
 import pytest
 import torch
-from sampling_harness.run.sanitize import judge, parse_log, require_tool, total_errors
 
+from sampling_harness.run.sanitize import judge, parse_log, require_tool, total_errors
 from tests.helpers import cli
 
 MEMCHECK = """\

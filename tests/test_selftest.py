@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from sampling_harness.commands import selftest
 from sampling_harness.families import FAMILIES
 from sampling_harness.families.registry import default_kernels
-
 from tests.helpers import cli
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"

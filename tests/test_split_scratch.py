@@ -5,6 +5,7 @@ import gc
 import weakref
 
 import torch
+
 from sampling_harness.kernels import split_scratch as scratch
 
 

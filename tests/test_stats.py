@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
+
 from sampling_harness.stats.binomial import (
     equal_tailed_p,
     fraction_schedule,
@@ -29,7 +31,6 @@ from sampling_harness.stats.chisquare import (
     samples_for_tv,
 )
 from sampling_harness.stats.multiple import adjusted_p, bonferroni
-from scipy import stats
 
 SIM_LEVEL = 1e-6  # chance that a correct simulation test fails by bad luck
 REL = 1e-9  # float slack when comparing sums that were accumulated in different orders
@@ -288,8 +289,9 @@ def test_group_sequential_false_fail_rate():
 def test_min_detectable_excess_is_where_the_upper_tail_rejects_with_the_power():
     """At the stated excess the upper half of the equal-tailed test (level alpha / 2)
     rejects with probability 0.99; at 80 % of it, with less."""
-    from sampling_harness.suites.rare_wins import min_detectable_excess
     from scipy import stats
+
+    from sampling_harness.suites.rare_wins import min_detectable_excess
 
     n, p, alpha = 2**22, 1e-9, 1e-7
     excess = min_detectable_excess(n, p, alpha, 0.99)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from sampling_harness.families.rejection import validate_output
+
 from sampling_harness.kernels.counter_uniforms import request_keys, uniforms
 from sampling_harness.kernels.mutants import rejection_mutants as mutants
 from sampling_harness.kernels.rejection.torch_rejection import NOISE_INDEX, rejection_torch
 from sampling_harness.reference.rejection import greedy_output
+from sampling_harness.suites.rejection.contract import validate_output
 
 
 def batch(rows, counts, drafts, bonus=None, greedy=None, draft_rows=None, copies=1) -> dict:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import sampling_harness.kernels.logprobs.triton_logprobs as tlp
 import torch
 import triton
-from sampling_harness.kernels.logprobs.torch_logprobs import logprobs_torch
 from test_logprobs_kernels import CASES, MODES, _agree, batch, expected, random_case
+
+import sampling_harness.kernels.logprobs.triton_logprobs as tlp
+from sampling_harness.kernels.logprobs.torch_logprobs import logprobs_torch
 
 # (splits, block, rows a program): one program per row block, then 2, 3 and 7 splits of small
 # blocks (several blocks per split, a ragged last block) and fewer rows per program than B

@@ -13,9 +13,9 @@ import torch
 
 triton_rejection = pytest.importorskip("sampling_harness.kernels.rejection.triton_rejection")
 
-from sampling_harness.families.rejection import validate_output  # noqa: E402
 from sampling_harness.kernels.sample.triton_race import chunk_width, race_bits, race_exact  # noqa: E402
 from sampling_harness.reference.rejection_coupled import coupled_output, race_noise, uniforms  # noqa: E402
+from sampling_harness.suites.rejection.contract import validate_output  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

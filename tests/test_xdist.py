@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from types import SimpleNamespace
 
 import pytest
+
 from sampling_harness.commands.cli import main
 from sampling_harness.errors import HarnessError
 from sampling_harness.scale import xdist_gpus

@@ -14,6 +14,7 @@ target probs by a float32 softmax and hands them to the project's torch kernel).
 import itertools
 
 import torch
+
 from sampling_harness.kernels.rejection.torch_rejection import rejection_torch
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 
 import torch
+
 from sampling_harness.bench.timing import Spread, time_entry
 
 try:                        # Triton is optional on a CPU: the ceiling then has torch readers

@@ -34,6 +34,7 @@ import zlib
 from pathlib import Path
 
 import torch
+
 from sampling_harness.bench.launch import bind, label, parse_grid
 from sampling_harness.bench.timing import Spread, profile_table, release, same_output, time_entry
 from sampling_harness.errors import HarnessError

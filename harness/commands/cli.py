@@ -15,10 +15,9 @@ import threading
 from datetime import datetime
 from pathlib import Path
 
-from sampling_harness import suites
 from sampling_harness.budgets import BUDGET_NAMES, get_budget
 from sampling_harness.errors import HarnessError
-from sampling_harness.families import FAMILIES
+from sampling_harness.families import FAMILIES, declaring_files
 from sampling_harness.families.loader import load
 from sampling_harness.families.registry import ROLES, default_kernels, entries
 from sampling_harness.options import positive
@@ -135,8 +134,8 @@ def run_check(args) -> int:
     report_dir = distributed.agree(_report_dir(args.report_dir), shard)
     if shard.rank == 0:
         writable(report_dir)
-    root = Path(suites.__file__).parent
-    pytest_args = [str(root / FAMILIES[family].suite) for family in families]
+    declared = declaring_files()
+    pytest_args = [str(declared[family]) for family in families]
     pytest_args += ["-q", "-p", "no:cacheprovider", "-W",
                     "ignore::pytest.PytestAssertRewriteWarning", *plugin_options(args, report_dir)]
     if args.select:

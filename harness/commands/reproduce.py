@@ -18,9 +18,9 @@ import os
 from pathlib import Path
 
 import torch
-from sampling_harness import suites
+
 from sampling_harness.errors import HarnessError
-from sampling_harness.families import FAMILIES
+from sampling_harness.families import FAMILIES, declaring_files
 from sampling_harness.report.schema import CHECK_FIELDS, as_float, read_report, report_path
 from sampling_harness.report.writers import writable
 from sampling_harness.run.runner import resolve_device
@@ -88,15 +88,15 @@ def sanitizer(verdict: dict) -> str | None:
 
 
 def check_node(verdict: dict) -> str:
-    """The pytest node of the verdict's check: its declared suite file and test function
-    (``-k test_fit`` would be a substring match, running fit_curated and the others too)."""
+    """The pytest node of the verdict's check: its family's declaring module and the check's
+    test item (``-k test_fit`` would be a substring match, running fit_curated and the others
+    too)."""
     family = FAMILIES.get(verdict["family"])
     if family is None:
         raise HarnessError(f"the report's family {verdict['family']!r} is unknown here; known: "
                            f"{', '.join(FAMILIES)}")
     declared = family.check(verdict["check"])
-    suite = Path(suites.__file__).parent / family.suite
-    return f"{suite / declared.file}::{declared.function}"
+    return f"{declaring_files()[family.name]}::{declared.test_name}[{verdict['kernel']}]"
 
 
 def pytest_args(report: dict, verdict: dict, report_dir: Path) -> list[str]:

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+
 from sampling_harness.engine import DEFAULT_PARTS, Engine, EngineConfig, Request, parts, toy_models
 from sampling_harness.engine.metrics import tme_and_bound
 from sampling_harness.report.writers import atomic_write

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+
 from sampling_harness.engine.toy import ToyModel
 from sampling_harness.run.runner import derive_seed
 

@@ -21,9 +21,10 @@ import math
 
 import numpy as np
 import torch
+from scipy import optimize
+
 from sampling_harness.engine.toy import ToyModel
 from sampling_harness.reference.processed import logprob_tolerance, logprobs
-from scipy import optimize
 
 LEVELS = 40
 

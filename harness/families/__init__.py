@@ -1,25 +1,28 @@
-"""Kernel families: each one a small description, and a registry that finds them by file.
+"""Kernel families: what one is (``Family``, ``Check``, ``Mutant``) and where they are found.
 
 A family is a contract (the one Python signature its kernels meet), how its output is
 validated exactly, its budgets (the effects its checks must detect at each budget name), its
-checks (``Check``: the one list the plugin, the self-test, the mutants' ``caught_by``,
-``--sanitize`` and ``reproduce`` read) and how the benchmark builds its inputs. Everything
-else (copying inputs, poisoning the allocator, the timeout, synchronisation, cost
-accounting, seeds, reports) is shared.
-
-Adding a family is adding a module ``harness/families/<name>.py`` that defines ``FAMILY``;
-the runner, the plugin, the CLI, the benchmark and the self-test find it here.
+checks (each pointing at its function), its mutants with the checks that must catch them,
+and how the benchmark builds its inputs. It is declared in one place, a ``FAMILY`` that an
+entry point of group ``sampling_harness.families`` names (the project's own: suites/<name>/
+__init__.py); the plugin, the self-test, ``list``, ``reproduce`` and the docs read that
+declaration. Everything else (copying inputs, poisoning the allocator, the timeout,
+synchronisation, cost accounting, seeds, reports) is shared. docs/how-to/add-a-family.md.
 """
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import inspect
-import pkgutil
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
 
 import torch
+
+from sampling_harness.budgets import BUDGET_NAMES
 from sampling_harness.errors import HarnessError
 
 
@@ -43,8 +46,8 @@ class BenchSpec:
 
 @dataclass(frozen=True)
 class Check:
-    """One check of a family: the test function ``test_<name>(check)`` of the suite module
-    ``suites/<family>/<file>``, declared here so that nothing has to find it by reading code.
+    """One check of a family: its name and its function ``function(ctx) -> Outcome`` (``ctx``
+    a ``sampling_harness.run.check_context.CheckContext``).
 
     ``detects`` says in one line which bug class fails it. ``statistical``: it spends a share
     of the run's false-fail budget (its verdict states alpha, samples and the minimum
@@ -53,13 +56,12 @@ class Check:
     is re-run under ``--sanitize`` (compute-sanitizer). ``many_shapes``: its batches bring
     many shapes and dtypes, so a compiled kernel (Triton) compiles a variant for each; with
     several workers such checks start first (the longest first: the run's wall time is not
-    one late compile-bound check). The plugin marks each collected
-    check from this declaration (a suite writes no ``statistical`` or ``gpu`` mark itself),
-    and a check function that its family does not declare stops the run.
+    one late compile-bound check). The plugin makes one test item per check and kernel,
+    named ``test_<name>[<kernel>]``, marked from this declaration.
     """
 
     name: str
-    file: str
+    function: Callable
     detects: str
     statistical: bool = False
     gpu: bool = False
@@ -67,8 +69,35 @@ class Check:
     many_shapes: bool = False
 
     @property
-    def function(self) -> str:
+    def test_name(self) -> str:
+        """The name of its test items (``-k test_<name>`` selects it)."""
         return f"test_{self.name}"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A deliberately wrong kernel of a family, re-creating ``bug``: the checks ``caught_by``
+    must fail on it at ``budget`` and above, on ``devices``. ``target`` is its
+    ``package.module:attr``; ``tool`` names the compute-sanitizer tool that must catch it
+    instead (a stray store), if any; ``call_timeout``, the seconds one call may take in the
+    self-test (a mutant that hangs), None for the run's."""
+
+    name: str
+    target: str
+    caught_by: tuple[str, ...]
+    budget: str
+    bug: str
+    tool: str = ""
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    call_timeout: float | None = None
+
+    @property
+    def meta(self) -> dict:
+        """Its metadata in the form of a kernel's ``sampling_harness`` attribute
+        (kernels/meta.py): what the registry, the self-test and ``list`` read."""
+        return {"role": "mutant", "caught_by": list(self.caught_by), "budget": self.budget,
+                "bug": self.bug, "tool": self.tool, "devices": list(self.devices),
+                "call_timeout": self.call_timeout}
 
 
 @dataclass(frozen=True)
@@ -85,18 +114,28 @@ class Family:
                                                  # are read-only (checked after every call)
     options: tuple[str, ...] = ()                # keyword arguments added after the contract
                                                  # was first published (``accepts``)
-    checks: tuple[Check, ...] = ()               # every check of its suite (``Check``)
+    checks: tuple[Check, ...] = ()               # every check of the family (``Check``)
+    mutants: tuple[Mutant, ...] = ()             # its mutants, with the checks catching them
 
     def __post_init__(self):
-        names = [c.name for c in self.checks]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise HarnessError(f"family {self.name!r} declares check(s) {twice} twice")
+        for what, names in (("check", [c.name for c in self.checks]),
+                            ("mutant", [m.name for m in self.mutants])):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise HarnessError(f"family {self.name!r} declares {what}(s) {twice} twice")
+        checks = {c.name for c in self.checks}
+        for mutant in self.mutants:
+            unknown = sorted(set(mutant.caught_by) - checks)
+            if unknown or not mutant.caught_by or mutant.budget not in BUDGET_NAMES:
+                raise HarnessError(
+                    f"mutant {mutant.name!r} of family {self.name!r} must be caught by checks "
+                    f"the family declares (unknown: {unknown or 'none'}) at a budget in "
+                    f"{BUDGET_NAMES} (got {mutant.budget!r})")
 
     @property
     def suite(self) -> str:
-        """The package of its checks under suites/ (a family name with ``-`` is a Python
-        package name with ``_``)."""
+        """The family's name as a Python identifier (``-`` is ``_``): its entry-point group
+        suffix and its folder under suites/."""
         return self.name.replace("-", "_")
 
     @property
@@ -141,16 +180,59 @@ def accepts(fn: Callable, option: str) -> bool:
                or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
-def _discover() -> dict[str, Family]:
-    found: dict[str, Family] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name in ("registry", "loader"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        family = getattr(module, "FAMILY", None)
-        if isinstance(family, Family):
-            found[family.name] = family
-    return dict(sorted(found.items(), key=lambda kv: (kv[0] != "sample", kv[0])))
+GROUP = "sampling_harness.families"
 
 
-FAMILIES: dict[str, Family] = _discover()
+class Families(Mapping):
+    """Every installed family by name, from the entry-point group ``sampling_harness.families``
+    (``NAME = "package.module:FAMILY"``), loaded on first use: importing the harness loads no
+    family, and an outside package adds one by naming it in its metadata. ``sample`` first,
+    then by name."""
+
+    def __init__(self, group: str = GROUP):
+        self.group = group
+        self._found: dict[str, Family] | None = None
+
+    def _load(self) -> dict[str, Family]:
+        if self._found is None:
+            found: dict[str, Family] = {}
+            for ep in entry_points(group=self.group):
+                try:
+                    family = ep.load()
+                except Exception as exc:   # the declaring package's problem: one line
+                    reason = str(exc).splitlines()[0] if str(exc) else ""
+                    raise HarnessError(f"family {ep.name!r} ({ep.value}) cannot be loaded: "
+                                       f"{type(exc).__name__}: {reason}") from None
+                if not isinstance(family, Family) or family.name != ep.name:
+                    raise HarnessError(f"entry point {ep.name!r} = {ep.value!r} of group "
+                                       f"{self.group} must be a Family named {ep.name!r}")
+                found[family.name] = family
+            self._found = dict(sorted(found.items(), key=lambda kv: (kv[0] != "sample", kv[0])))
+        return self._found
+
+    def __getitem__(self, name: str) -> Family:
+        return self._load()[name]
+
+    def __iter__(self):
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
+FAMILIES = Families()
+
+
+def declaring_files(group: str = GROUP) -> dict[str, Path]:
+    """Each installed family's name -> the file of the module that declares it, from the entry
+    points, without importing a family (only the packages above each module): what a pytest
+    run collects to make the family's test items (``sampling_harness.run.plugin``)."""
+    found = {}
+    for ep in entry_points(group=group):
+        try:
+            spec = importlib.util.find_spec(ep.module)
+        except (ImportError, ValueError):
+            spec = None             # the registry says why, once the family is asked for
+        if spec is not None and spec.origin:
+            found[ep.name] = Path(os.path.realpath(spec.origin))
+    return found

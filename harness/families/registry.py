@@ -1,6 +1,7 @@
-"""Kernels registered by entry points: one group per family, ``sampling_harness.kernels.<family>``
-(a group name has no hyphens: family ``sample-logits`` is group
-``sampling_harness.kernels.sample_logits``).
+"""The kernels of a family, by name: those registered by entry points (one group per family,
+``sampling_harness.kernels.<family>``; a group name has no hyphens: family ``sample-logits``
+is group ``sampling_harness.kernels.sample_logits``) and the mutants the family declares
+(``Family.mutants``).
 
 Any installed package registers a kernel by naming it in its metadata::
 
@@ -8,9 +9,10 @@ Any installed package registers a kernel by naming it in its metadata::
     my-race = "mypkg.race:sample"
 
 The harness reaches kernels by these names only; it never imports a kernel package until a
-kernel is asked for. A kernel's role (kernel under test, baseline, mutant) and its
-expectations are the ``sampling_harness`` attribute of the loaded callable
-(``kernels/meta.py`` documents the dict); without one it is a kernel that must pass.
+kernel is asked for. A registered kernel's role (kernel under test, baseline, mutant) and
+its expectations are the ``sampling_harness`` attribute of the loaded callable
+(``kernels/meta.py`` documents the dict); without one it is a kernel that must pass. A
+declared mutant's metadata is its declaration.
 """
 
 from __future__ import annotations
@@ -35,13 +37,15 @@ class Entry:
     family: str
     target: str
     package: str
+    declared: dict | None = None    # a mutant the family declares: its metadata (``Mutant``)
 
     def load(self):
         return _load(self.target)
 
     @property
     def meta(self) -> dict:
-        return role_of(self.load(), self.name, self.family)
+        meta = role_of(self.load(), self.name, self.family)
+        return meta if self.declared is None else {**meta, **self.declared}
 
     @property
     def role(self) -> str:
@@ -81,18 +85,27 @@ def _package(ep) -> str:
     return dist.name if dist is not None else "?"
 
 
+def _declared(family: str) -> list[Entry]:
+    """The mutants ``family`` declares (``Family.mutants``), as entries."""
+    if family not in FAMILIES:
+        return []
+    return [Entry(m.name, family, m.target, f"family {family}", m.meta)
+            for m in FAMILIES[family].mutants]
+
+
 def entries(family: str) -> dict[str, Entry]:
-    """Every kernel registered for ``family``, by name (two packages naming one kernel the
-    same is an error that names both)."""
+    """Every kernel registered for ``family`` (entry points) and every mutant it declares, by
+    name (two packages naming one kernel the same is an error that names both)."""
     found: dict[str, Entry] = {}
-    for ep in entry_points(group=group(family)):
-        entry = Entry(ep.name, family, ep.value, _package(ep))
-        other = found.get(ep.name)
+    registered = [Entry(ep.name, family, ep.value, _package(ep))
+                  for ep in entry_points(group=group(family))]
+    for entry in registered + _declared(family):
+        other = found.get(entry.name)
         if other is not None and other.target != entry.target:
-            raise HarnessError(f"kernel name {ep.name!r} of family {family!r} is registered "
+            raise HarnessError(f"kernel name {entry.name!r} of family {family!r} is registered "
                                f"twice: {other.target} ({other.package}) and {entry.target} "
                                f"({entry.package})")
-        found[ep.name] = entry
+        found[entry.name] = entry
     return found
 
 

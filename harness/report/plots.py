@@ -32,6 +32,7 @@ import io
 import math
 
 import numpy as np
+
 from sampling_harness.stats.chisquare import pooled_counts
 
 CAP = 320            # entries per array in plot data

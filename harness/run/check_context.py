@@ -18,9 +18,10 @@ import time
 
 import pytest
 import torch
+
 from sampling_harness.budgets import MAX_CALL_ELEMENTS
 from sampling_harness.errors import KernelFailure
-from sampling_harness.families import FAMILIES
+from sampling_harness.families import FAMILIES, declaring_files
 from sampling_harness.families.loader import Kernel
 from sampling_harness.families.registry import expectation
 from sampling_harness.run.progress import CheckProgress
@@ -97,7 +98,7 @@ class CheckContext:
         """This check of this kernel, re-run in a child process under compute-sanitizer, at
         the smoke budget whatever the run's (every edge case, few draws: the tool slows
         each memory access by orders of magnitude)."""
-        args = ["--pyargs", f"suites.{self.family.suite}", "-q",
+        args = [str(declaring_files()[self.family.name]), "-q",
                 "-p", "no:cacheprovider", "-k", f"test_{self.check_name}",
                 "--harness-kernel", self.kernel.target, "--harness-device", "cuda",
                 "--harness-budget=smoke", *self.state.call_args]

@@ -20,6 +20,7 @@ import copy
 from dataclasses import dataclass
 
 import torch
+
 from sampling_harness.errors import KernelFailure
 
 CANARY = 0xC5          # the band's byte: as float32 -6.3e3, as int32 or int64 negative

@@ -1,18 +1,19 @@
-"""The pytest plugin: options, kernel parametrisation, the false-fail budget, verdicts, reports.
+"""The pytest plugin: options, the test items of declared checks, the false-fail budget,
+verdicts, reports.
 
-One run = one pytest session. Suite modules mark their family (``pytest.mark.family``); each
-check is a test taking the ``check`` fixture, which runs a check function against one kernel
-and records its verdict. The family declares its checks (``sampling_harness.families.Check``): from
-that declaration the plugin marks the statistical ones (``pytest.mark.statistical``) and those
-that need a GPU (``pytest.mark.gpu``: skipped on a CPU run, still counted in the budget
-split); a check function the family does not declare stops the run. Nothing here knows a
-family: each comes from ``sampling_harness.families``.
+One run = one pytest session. The test items come from the families' declarations
+(``sampling_harness.families``): the module that declares a family (the one its entry point
+names) is collected as ``FamilyChecks``, which makes one ``CheckItem`` per declared check and
+kernel, named ``test_<check>[<kernel>]`` and marked as declared: ``family``, ``statistical``
+(it spends part of the run's false-fail budget), ``gpu`` (skipped on a CPU run, still counted
+in the budget split), ``many_shapes``. Running an item runs the check's function against its
+kernel (``CheckContext``) and records the verdict. Nothing here knows a family.
 
 A guest in other people's pytest: installed beside an engine, the plugin is loaded by every
 pytest run of that environment. It adds only ``--harness-*`` options, and it stays inert
 (no environment variable written, no report directory made, no process group, no test
 skipped or parametrised) until the run selects harness checks: a ``--harness-*`` option
-given, or the collection of the harness's suites (``activate``). Only then does it set what
+given, or the collection of a family's declaration (``activate``). Only then does it set what
 the harness needs (``harness_environment``: the Triton interpreter on a machine without a
 GPU, NVLink multicast off), register its marks and start its session.
 
@@ -27,13 +28,18 @@ process that writes the reports (``sampling_harness.run.session``).
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
+from functools import cache
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
+
 from sampling_harness.budgets import BUDGET_NAMES
 from sampling_harness.errors import HarnessError
-from sampling_harness.families import FAMILIES
+from sampling_harness.families import FAMILIES, GROUP, declaring_files
 from sampling_harness.report.writers import append_step_summary
 from sampling_harness.run.check_context import CheckContext
 from sampling_harness.run.runner import resolve_device, use_triton_interpreter_without_gpu
@@ -44,7 +50,6 @@ from sampling_harness.stats.multiple import DEFAULT_FAMILY_ALPHA
 
 SESSION = pytest.StashKey["HarnessSession"]()
 DEFAULT_SEED = 20261122
-SUITES = Path(__file__).resolve().parent.parent / "suites"   # the harness's own suites
 # every option's destination and default: a value other than its default selects the harness
 DEFAULTS = {"harness_kernel": [], "harness_device": "auto", "harness_budget": "quick",
             "harness_seed": DEFAULT_SEED, "harness_report_dir": None,
@@ -87,9 +92,15 @@ def harness_environment(env=None):
     return distributed.multicast_off(env)
 
 
-def _in_suites(path) -> bool:
-    real = Path(os.path.realpath(path))
-    return real == SUITES or SUITES in real.parents
+@cache
+def declarations() -> dict[Path, tuple[str, str]]:
+    """Each installed family's declaring module file -> (family name, module name)."""
+    modules = {ep.name: ep.module for ep in entry_points(group=GROUP)}
+    return {path: (name, modules[name]) for name, path in declaring_files().items()}
+
+
+def _declaring(path) -> tuple[str, str] | None:
+    return declarations().get(Path(os.path.realpath(path)))
 
 
 def selected(config) -> bool:
@@ -133,8 +144,68 @@ def _state(config) -> HarnessSession | None:
 
 
 def _is_check(item) -> bool:
-    return "check" in getattr(item, "fixturenames", ()) and \
-        item.get_closest_marker("family") is not None
+    return isinstance(item, CheckItem)
+
+
+class FamilyChecks(pytest.Module):
+    """The module declaring a family, collected as that family's checks: one ``CheckItem`` per
+    declared check and kernel of the run (check by check, in the declared order)."""
+
+    def __init__(self, *, family_name: str, module_name: str, **kwargs):
+        super().__init__(**kwargs)
+        self.family_name, self.module_name = family_name, module_name
+
+    def _getobj(self):
+        return importlib.import_module(self.module_name)   # the registry's, never a copy
+
+    def collect(self):
+        state = activate(self.config)
+        family = FAMILIES[self.family_name]
+        kernels = state.kernels(family.name)
+        for check in family.checks:
+            for kernel in kernels:
+                yield CheckItem.from_parent(self, name=f"{check.test_name}[{kernel.name}]",
+                                            check=check, kernel=kernel)
+
+
+class CheckItem(pytest.Item):
+    """One declared check of one kernel: runs ``check.function`` through a ``CheckContext``."""
+
+    def __init__(self, *, check, kernel, **kwargs):
+        super().__init__(**kwargs)
+        self.check, self.kernel = check, kernel
+        self.originalname = check.test_name
+        self.add_marker(pytest.mark.family(kernel.family))
+        for mark, on in (("statistical", check.statistical), ("gpu", check.gpu),
+                         ("many_shapes", check.many_shapes)):
+            if on:
+                self.add_marker(mark)
+
+    def runtest(self):
+        CheckContext(activate(self.config), self.kernel, self).run(self.check.function)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.kernel.family} / {self.kernel.name} / {self.check.name}"
+
+
+def pytest_collect_file(file_path, parent):
+    """A family's declaring module, reached by collecting its folder (``pytest --pyargs
+    sampling_harness.suites.sample``, the CLI): its checks."""
+    declared = _declaring(file_path)
+    if declared is None or parent.session.isinitpath(file_path):
+        return None                 # named on the command line: pytest_pycollect_makemodule
+    return FamilyChecks.from_parent(parent, path=file_path, family_name=declared[0],
+                                    module_name=declared[1])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    """A family's declaring module named on the command line: its checks."""
+    declared = _declaring(module_path)
+    if declared is None:
+        return None
+    return FamilyChecks.from_parent(parent, path=module_path, family_name=declared[0],
+                                    module_name=declared[1])
 
 
 def pytest_configure(config):
@@ -144,15 +215,12 @@ def pytest_configure(config):
 
 
 class _Watch:
-    """Activates the harness when the run turns out to select its checks: its suites being
-    collected, or (an xdist controller of a plain ``-n`` run) a verdict arriving."""
+    """Activates the harness when the run turns out to select its checks: a family's
+    declaration being collected (``FamilyChecks.collect``), or (an xdist controller of a
+    plain ``-n`` run) a verdict arriving."""
 
     def __init__(self, config):
         self.config = config
-
-    def pytest_collectstart(self, collector):
-        if SESSION not in self.config.stash and _in_suites(collector.path):
-            activate(self.config)
 
     def pytest_runtest_logreport(self, report):
         if SESSION not in self.config.stash and xdist_gpus.unpack(report) is not None:
@@ -177,19 +245,6 @@ def pytest_unconfigure(config):
         distributed.shutdown()
 
 
-def pytest_generate_tests(metafunc):
-    if "kernel" not in metafunc.fixturenames:
-        return
-    marker = metafunc.definition.get_closest_marker("family")
-    if marker is None:
-        if _in_suites(metafunc.definition.path):
-            raise pytest.UsageError(f"{metafunc.definition.nodeid}: suite module has no "
-                                    f"family mark")
-        return      # another project's `kernel`: not ours
-    kernels = activate(metafunc.config).kernels(marker.args[0])
-    metafunc.parametrize("kernel", kernels, ids=[k.name for k in kernels])
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
     """Count the statistical checks before any -k/-m deselection, so a check keeps the same
@@ -197,7 +252,6 @@ def pytest_collection_modifyitems(session, config, items):
     state = _state(config)
     if state is None:
         return
-    _mark_as_declared(items)
     if hasattr(config, "workerinput"):
         schedule.for_workers(items, durations.load(state.device.type, state.budget),
                              int(config.workerinput.get("workercount", 1)),
@@ -208,35 +262,10 @@ def pytest_collection_modifyitems(session, config, items):
     if state.sanitize:
         keep, drop = [], []
         for item in items:
-            marker = item.get_closest_marker("family")
-            name = getattr(item, "originalname", item.name).removeprefix("test_")
-            sanitized = marker is not None and name in FAMILIES[marker.args[0]].sanitize_checks
-            (keep if sanitized else drop).append(item)
+            (keep if _is_check(item) and item.check.sanitize else drop).append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
-
-
-def _mark_as_declared(items) -> None:
-    """Mark each collected check as its family declares it (statistical, GPU only); a check
-    function that the family does not declare, or declares in another file, is a usage
-    error: its alpha share and its device could only be guessed."""
-    for item in items:
-        marker = item.get_closest_marker("family")
-        if marker is None or "check" not in getattr(item, "fixturenames", ()):
-            continue
-        name = getattr(item, "originalname", item.name).removeprefix("test_")
-        try:
-            declared = FAMILIES[marker.args[0]].check(name)
-        except HarnessError as exc:
-            raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
-        if item.path.name != declared.file:
-            raise pytest.UsageError(f"{item.nodeid}: family {marker.args[0]!r} declares check "
-                                    f"{name!r} in {declared.file}, not {item.path.name}")
-        for mark, on in (("statistical", declared.statistical), ("gpu", declared.gpu),
-                         ("many_shapes", declared.many_shapes)):
-            if on and item.get_closest_marker(mark) is None:
-                item.add_marker(mark)
 
 
 def pytest_collection_finish(session):
@@ -249,10 +278,9 @@ def pytest_runtest_setup(item):
     state = _state(item.config)
     if state is not None and item.get_closest_marker("gpu") is not None and _is_check(item):
         if state.device.type != "cuda":
-            kernel = item.callspec.params["kernel"]
+            kernel = item.kernel
             item.user_properties.append((xdist_gpus.LINE, (
-                f"{kernel.family} / {kernel.name} / "
-                f"{item.originalname.removeprefix('test_')}: skipped (GPU only)")))
+                f"{kernel.family} / {kernel.name} / {item.check.name}: skipped (GPU only)")))
             pytest.skip("this check runs on a GPU only")
 
 
@@ -277,11 +305,6 @@ def pytest_sessionfinish(session, exitstatus):
     if state is not None and state.writes and not state.sanitize:   # the next run's order
         durations.remember(state.device.type, state.budget,
                            {nodeid: verdict.duration for nodeid, verdict in state.verdicts})
-
-
-@pytest.fixture
-def check(request, kernel) -> CheckContext:
-    return CheckContext(activate(request.config), kernel, request.node)
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+
 from sampling_harness.errors import HarnessError, KernelFailure
 from sampling_harness.families import FAMILIES, Family
 from sampling_harness.families.loader import Kernel

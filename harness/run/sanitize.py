@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
 from sampling_harness.errors import HarnessError
 from sampling_harness.verdict import Outcome
 

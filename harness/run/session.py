@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from sampling_harness.budgets import get_budget
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES

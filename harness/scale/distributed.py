@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import torch
+
 from sampling_harness.errors import HarnessError, KernelFailure
 from sampling_harness.run.runner import derive_seed
 

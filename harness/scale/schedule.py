@@ -23,8 +23,8 @@ def for_workers(items, seconds: dict[str, float], workers: int,
 
 
 def _kernel(item):
-    """The kernel a check item runs (its ``kernel`` parameter), or None."""
-    return getattr(getattr(item, "callspec", None), "params", {}).get("kernel")
+    """The kernel a check item runs, or None."""
+    return getattr(item, "kernel", None)
 
 
 def label(item) -> str:

@@ -28,6 +28,7 @@ import json
 import os
 
 import pytest
+
 from sampling_harness.errors import HarnessError
 from sampling_harness.verdict import Verdict
 

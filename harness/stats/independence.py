@@ -13,6 +13,7 @@ outcomes (indices 0..K-1). Under H0 the pair has law p_a p_b, so
 from __future__ import annotations
 
 import numpy as np
+
 from sampling_harness.reference.categorical import collision_probability, pair_probs
 from sampling_harness.stats.binomial import min_detectable_rate, upper_p
 from sampling_harness.stats.chisquare import chisquare_gof

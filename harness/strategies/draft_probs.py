@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from hypothesis import strategies as st
+
 from sampling_harness.strategies.probs import row_seeds
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from hypothesis import strategies as st
+
 from sampling_harness.strategies.probs import row_seeds, vocab_sizes
 
 INPUT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import strategies as st
+
 from sampling_harness.reference.rejection import RejectionLaws
 from sampling_harness.strategies.probs import normalised, probs_rows, row_seeds, vocab_sizes
 

@@ -57,6 +57,7 @@ import numpy as np
 import torch
 import triton
 import triton.language as tl
+
 from sampling_harness.kernels.logprobs.torch_logprobs import kept_entries
 from sampling_harness.kernels.split_scratch import (
     cdiv,

@@ -1,4 +1,5 @@
-"""Kernels whose draws depend on the batch, one field bug each (registered in pyproject.toml).
+"""Kernels whose draws depend on the batch, one field bug each (declared with their bugs and
+catching checks by each family: suites/<family>/__init__.py).
 
 Each is a clean torch kernel (torch-fp64 in ``sample``, torch-sample-logits, torch-rejection)
 with its noise keyed wrongly; every law and every single call stays right, so only the
@@ -10,7 +11,8 @@ batch-invariant inference measurement of 80 distinct completions in 1,000 runs o
 from __future__ import annotations
 
 import torch
-from sampling_harness.kernels.meta import mutant, per_request_seeds
+
+from sampling_harness.kernels.meta import per_request_seeds
 from sampling_harness.kernels.rejection.torch_rejection import Pieces as RejectionPieces
 from sampling_harness.kernels.rejection.torch_rejection import rejection_sample
 from sampling_harness.kernels.request_seeds import UNSEEDED, request_seeds, row_generators
@@ -27,10 +29,6 @@ def _race64(probs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
 
 
 @per_request_seeds
-@mutant(("batch_invariance",), "quick",
-        bug="the noise stream keyed by the batch size (its seed offset by B, as a Philox offset "
-            "sized by the batch): every request's token changes when a request joins or leaves "
-            "(the batch-invariant inference measurement: 80 distinct completions in 1,000 runs)")
 def batch_size_stream(probs, seed):
     """torch-fp64 whose generator is seeded with seed + B (per-request seeds: s_r + B)."""
     batch = probs.shape[0]
@@ -41,11 +39,6 @@ def batch_size_stream(probs, seed):
 
 
 @per_request_seeds
-@mutant(("batch_invariance",), "quick",
-        bug="rows drawn in the order of a content sort (by their top probability, as engines "
-            "group rows by their settings) with the noise, or the seeds, left in batch order: "
-            "a request's draw depends on its rank among its batch-mates (vLLM issue 17524: "
-            "batch order changed seeded results)")
 def content_sorted_rows(probs, seed):
     """torch-fp64 on the rows sorted by their max probability (a stable sort): the sorted
     row of rank k races with noise row k (per-request seeds: the k-th seed of the batch)."""
@@ -67,20 +60,12 @@ def _fast_path_noise(shape, device: torch.device, seed, dtype=torch.float64) -> 
 
 
 @per_request_seeds
-@mutant(("batch_invariance",), "quick",
-        bug="one unseeded request sends the whole batch down the unseeded fast path: the seeded "
-            "requests' generators are discarded (vLLM issue 51226, fixed by PR 51866: the fast "
-            "path was taken when len(generators) != batch size)")
 def unseeded_fast_path(probs, seed):
     """torch-fp64 whose noise ignores every per-request seed as soon as one is -1."""
     return _race64(probs, _fast_path_noise(probs.shape, probs.device, seed))
 
 
 @per_request_seeds
-@mutant(("batch_invariance",), "quick",
-        bug="one unseeded request sends the whole batch down the unseeded fast path: the seeded "
-            "requests' generators are discarded (vLLM issue 51226 in TopKTopPSampler.forward_cpu, "
-            "fixed by PR 51866)")
 def unseeded_fast_path_logits(logits, temperature, top_k, top_p, seed):
     """torch-sample-logits whose noise ignores every per-request seed as soon as one is -1."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed,
@@ -96,10 +81,6 @@ def _top_k_sorted_noise(shape, device, seed, order):
 
 
 @per_request_seeds
-@mutant(("batch_invariance",), "quick",
-        bug="rows grouped by their top-k (a stable sort, as kernels that batch rows of one k) and "
-            "drawn with the noise of their sorted position: a request's token depends on its "
-            "batch-mates' settings (vLLM issue 17524: batch order changed seeded results)")
 def top_k_sorted_rows(logits, temperature, top_k, top_p, seed):
     """torch-sample-logits whose row of rank k (rows sorted by top-k) races noise row k."""
     order = top_k.argsort(stable=True)
@@ -124,11 +105,6 @@ def _one_generator(seed, layout, device: torch.device):
 
 
 @per_request_seeds
-@mutant(("batch_invariance",), "quick",
-        bug="one generator for the whole batch: a request's acceptance uniforms follow its "
-            "batch-mates' draft counts and its residual noise follows every uniform of the "
-            "batch (vLLM PR 1637 review: batching changes each request's samples even with "
-            "a fixed seed; PR 2514 added per-request generators)")
 def shared_generator(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
     """torch-rejection drawing every request's uniforms, then every residual's noise, from
     one generator in batch order."""
@@ -137,10 +113,6 @@ def shared_generator(drafts, counts, draft_probs, target_probs, bonus, greedy, s
 
 
 @per_request_seeds
-@mutant(("batch_invariance",), "quick",
-        bug="per-request seeds accepted and dropped: every request draws the stream of seed 0 "
-            "as its own, so requests of one prompt all draw the same token whatever their "
-            "seeds (vLLM issue 51226: a request's seed ignored)")
 def request_seeds_dropped(probs, seed):
     """torch-fp64 (int seeds right) whose per-request rows all draw from seed 0's generator."""
     if isinstance(seed, torch.Tensor):

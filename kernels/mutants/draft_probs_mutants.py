@@ -5,12 +5,10 @@ num_draft_tokens)."""
 from __future__ import annotations
 
 import torch
+
 from sampling_harness.kernels.draft_probs.torch_draft_probs import draft_probs_torch
-from sampling_harness.kernels.meta import mutant
 
 
-@mutant(("curated", "generated"), "quick",
-        bug="draft probabilities handed over in the cache's order, not the batch's (vLLM PR 40269)")
 def cached_order(cached_probs, cached_req_ids, batch_req_ids, num_draft_tokens):
     """Rows handed over in the cache's order, not the batch's (vLLM PR 40269)."""
     count = dict(zip(batch_req_ids, num_draft_tokens, strict=True))
@@ -20,8 +18,6 @@ def cached_order(cached_probs, cached_req_ids, batch_req_ids, num_draft_tokens):
                              [count[req] for req in in_cache])
 
 
-@mutant(("curated", "generated"), "quick",
-        bug="the hand-over stops at the first request with no drafts")
 def stops_at_zero_drafts(cached_probs, cached_req_ids, batch_req_ids, num_draft_tokens):
     """The loop over the batch stops at the first request with no drafts."""
     first_zero = next((i for i, n in enumerate(num_draft_tokens) if n == 0),
@@ -30,8 +26,6 @@ def stops_at_zero_drafts(cached_probs, cached_req_ids, batch_req_ids, num_draft_
                              num_draft_tokens[:first_zero])
 
 
-@mutant(("curated", "generated"), "quick",
-        bug="a request missing from the cache gets rows of zeros instead of the None fallback")
 def zeros_for_missing(cached_probs, cached_req_ids, batch_req_ids, num_draft_tokens):
     """A request missing from the cache gets rows of zeros instead of the None fallback."""
     if cached_probs is None or sum(num_draft_tokens) == 0:
@@ -44,8 +38,6 @@ def zeros_for_missing(cached_probs, cached_req_ids, batch_req_ids, num_draft_tok
     return torch.cat(parts)
 
 
-@mutant(("curated", "generated"), "quick",
-        bug="K cached rows handed over per request, not its n drafts")
 def slices_all_slots(cached_probs, cached_req_ids, batch_req_ids, num_draft_tokens):
     """Every cached slot of a request handed over (K rows), not its n drafts."""
     if cached_probs is None or sum(num_draft_tokens) == 0:
@@ -55,8 +47,6 @@ def slices_all_slots(cached_probs, cached_req_ids, batch_req_ids, num_draft_toke
                              [slots if n else 0 for n in num_draft_tokens])
 
 
-@mutant(("curated", "generated"), "quick",
-        bug="an empty [0, V] tensor instead of None when no request has drafts")
 def empty_not_none(cached_probs, cached_req_ids, batch_req_ids, num_draft_tokens):
     """No drafts in the batch: an empty [0, V] tensor instead of None."""
     if cached_probs is not None and sum(num_draft_tokens) == 0:

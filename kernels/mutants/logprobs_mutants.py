@@ -1,4 +1,5 @@
-"""Wrong logprobs kernels, one field bug each (registered in pyproject.toml).
+"""Wrong logprobs kernels, one field bug each (declared with their bugs and catching checks by
+each family: suites/<family>/__init__.py).
 
 Each is torch-logprobs (kernels/logprobs/torch_logprobs.py) with one piece swapped, so that
 everything but the bug is the clean kernel. All take the contract's arguments in order:
@@ -8,6 +9,7 @@ everything but the bug is the clean kernel. All take the contract's arguments in
 from __future__ import annotations
 
 import torch
+
 from sampling_harness.kernels.logprobs.torch_logprobs import (
     Pieces,
     logprobs_with,
@@ -16,7 +18,6 @@ from sampling_harness.kernels.logprobs.torch_logprobs import (
     top_k_keep,
     top_p_keep,
 )
-from sampling_harness.kernels.meta import mutant
 
 
 def _logits_for_raw_logprobs(mode, raw, processed, log_softmax):
@@ -24,9 +25,6 @@ def _logits_for_raw_logprobs(mode, raw, processed, log_softmax):
     return raw if mode == "raw_logprobs" else mode_values(mode, raw, processed, log_softmax)
 
 
-@mutant(("values", "tme", "ranks", "generated"), "quick",
-        bug="requested token ids gathered from the logits instead of the logprobs in raw_logprobs "
-            "mode: they disagree with the top-k logprobs of the same request (vLLM PR 43125)")
 def gathered_from_logits(logits, token_ids, mode, temperature, top_k, top_p):
     """Requested ids gathered from the logits, not the logprobs, in raw_logprobs mode
     (vLLM PR 43125)."""
@@ -40,8 +38,6 @@ def _processed_in_every_mode(mode, raw, processed, log_softmax):
     return log_softmax(rows) if mode.endswith("logprobs") else rows
 
 
-@mutant(("values", "tme", "ranks", "generated"), "quick",
-        bug="the processed values (temperature, top-k, top-p applied) returned in a raw mode")
 def processed_in_raw_mode(logits, token_ids, mode, temperature, top_k, top_p):
     """Raw modes return the processed values (after temperature, top-k and top-p)."""
     return logprobs_with(logits, token_ids, mode, temperature, top_k, top_p,
@@ -53,9 +49,6 @@ def _negative_index(token_ids: torch.Tensor, vocab: int):
     return token_ids % vocab, torch.zeros_like(token_ids, dtype=torch.bool)
 
 
-@mutant(("validity",), "quick",
-        bug="a padded id -1 read as the last vocabulary entry (Python negative indexing): its value"
-            " returned instead of -inf")
 def padding_as_last_entry(logits, token_ids, mode, temperature, top_k, top_p):
     """Padding id -1 read as the last vocabulary entry; its value returned instead of -inf."""
     return logprobs_with(logits, token_ids, mode, temperature, top_k, top_p,
@@ -67,8 +60,6 @@ def _bf16_log_softmax(rows: torch.Tensor) -> torch.Tensor:
     return torch.log_softmax(rows.to(torch.bfloat16), dim=1).to(torch.float32)
 
 
-@mutant(("values", "tme", "generated"), "quick",
-        bug="log-softmax computed in bfloat16: about 3 significant digits")
 def bf16_log_softmax(logits, token_ids, mode, temperature, top_k, top_p):
     """log_softmax computed in bfloat16."""
     return logprobs_with(logits, token_ids, mode, temperature, top_k, top_p,
@@ -81,8 +72,6 @@ def _count_greater(keys: torch.Tensor, token_keys: torch.Tensor) -> torch.Tensor
     return keys.shape[1] - torch.searchsorted(ascending, token_keys.contiguous(), side="right")
 
 
-@mutant(("validity", "ranks"), "quick",
-        bug="ranks counted with > instead of >=: the token itself and its ties not counted")
 def ranks_strict(logits, token_ids, mode, temperature, top_k, top_p):
     """Ranks counted with > instead of >=."""
     return logprobs_with(logits, token_ids, mode, temperature, top_k, top_p,
@@ -94,8 +83,6 @@ def scale_twice(x: torch.Tensor, temperature: torch.Tensor) -> torch.Tensor:
     return scale_by_temperature(scale_by_temperature(x, temperature), temperature)
 
 
-@mutant(("values", "tme", "generated"), "quick",
-        bug="the processed modes divide the logits by the temperature twice")
 def temperature_twice(logits, token_ids, mode, temperature, top_k, top_p):
     """Processed modes divide by the temperature twice."""
     return logprobs_with(logits, token_ids, mode, temperature, top_k, top_p,
@@ -113,16 +100,11 @@ def top_k_exact(keys, scaled, keep, top_k, top_p):
     return keep & (~active[:, None] | (position < top_k[:, None]))
 
 
-@mutant(("values", "tme", "ranks"), "quick",
-        bug="top-k keeps exactly k entries: tokens tied with the k-th largest are dropped by index")
 def topk_drops_ties(logits, token_ids, mode, temperature, top_k, top_p):
     """Top-k keeps exactly k entries, dropping ties at the boundary."""
     return logprobs_with(logits, token_ids, mode, temperature, top_k, top_p,
                          Pieces(filters=(top_k_exact, top_p_keep)))
 
-@mutant(("values", "tme"), "quick",
-        bug="top-p applied to the full distribution before top-k, not to the renormalised top-k "
-            "result")
 def topp_before_topk(logits, token_ids, mode, temperature, top_k, top_p):
     """Top-p applied on the full distribution, before top-k."""
     return logprobs_with(logits, token_ids, mode, temperature, top_k, top_p,
@@ -141,9 +123,6 @@ def top_p_inclusive(keys, scaled, keep, top_k, top_p):
     return keep & ((top_p >= 1)[:, None] | (keys >= cutoff[:, None]))
 
 
-@mutant(("values", "tme", "generated"), "quick",
-        bug="top-p keeps tokens whose inclusive cumulative probability is below top_p: the token "
-            "that crosses the threshold is dropped")
 def topp_excludes_crossing(logits, token_ids, mode, temperature, top_k, top_p):
     """Top-p drops the token whose cumulative probability crosses the threshold."""
     return logprobs_with(logits, token_ids, mode, temperature, top_k, top_p,

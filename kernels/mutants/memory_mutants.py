@@ -1,4 +1,5 @@
-"""Kernels that corrupt memory, one field bug each (registered in pyproject.toml).
+"""Kernels that corrupt memory, one field bug each (declared with their bugs and catching
+checks by each family: suites/<family>/__init__.py).
 
 Their outputs are right, or nearly: what is wrong is where they write or what they read.
 Two are caught by the harness's guard bands on any device (harness/run/guard.py); the others
@@ -13,8 +14,8 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+
 from sampling_harness.kernels.logprobs.torch_logprobs import logprobs_torch
-from sampling_harness.kernels.meta import mutant
 from sampling_harness.kernels.rejection.torch_rejection import rejection_torch
 from sampling_harness.kernels.sample.torch_race import race_fp64
 
@@ -34,9 +35,6 @@ def _scores_in_place_kernel(probs_ptr, noise_ptr, n, BLOCK_N: tl.constexpr):
     tl.store(probs_ptr + offs, p / q, mask=reach)
 
 
-@mutant(("validity",), "quick",
-        bug="a Triton store mask off by one (cols <= V) while overwriting probs in place: each row "
-            "writes into the next, the last one past the end of probs")
 def store_past_probs(probs, seed):
     """The exponential race that overwrites probs with its scores p / q in place (the
     contract allows it), with an inclusive bound in the store mask and the grid: one score
@@ -58,9 +56,6 @@ def _copy_ids_kernel(out_ptr, ids_ptr, B, BLOCK_B: tl.constexpr):
     tl.store(out_ptr + offs, ids, mask=offs <= B)     # the bug: one slot past the output
 
 
-@mutant(("validity",), "quick", tool="memcheck",
-        bug="a Triton store mask off by one writes one id past the output's end, into the "
-            "allocation's padding: the ids are right")
 def ids_past_end(probs, seed):
     """Right ids, stored into the output by a kernel whose store mask reaches one slot past
     its end. The slot lies in the padding of the CUDA allocation: only memcheck sees it."""
@@ -79,9 +74,6 @@ def _copy_kernel(out_ptr, src_ptr, n, BLOCK_N: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
 
 
-@mutant(("validity",), "quick", tool="initcheck",
-        bug="uninitialised memory read and copied into the output before the right ids overwrite it"
-            " (vLLM PR 37238 read uninitialised slots)")
 def reads_uninitialised(probs, seed):
     """Copies a scratch buffer nobody wrote into the output (a 'warm-up' of the output that
     reads torch.empty memory), then writes the right ids over it: the ids are right, the
@@ -106,9 +98,6 @@ def _shift_last_slot_kernel(out_ptr, src_ptr, K1, BLOCK_K: tl.constexpr):
     tl.store(out_ptr + target, values, mask=slots < K1)
 
 
-@mutant(("validity",), "quick", tool="memcheck",
-        bug="the assembly kernel writes each request's last slot one row too far: the last request "
-            "writes past the output's end")
 def last_slot_next_row(draft_token_ids, num_draft_tokens, draft_probs, target_probs,
                        bonus_token_ids, greedy, seed):
     """torch-rejection's tokens, assembled by a kernel that writes each row's last slot
@@ -122,9 +111,6 @@ def last_slot_next_row(draft_token_ids, num_draft_tokens, draft_probs, target_pr
     return out
 
 
-@mutant(("validity",), "quick",
-        bug="log-softmax taken in place in the logits to save a copy: the logprobs are right, and "
-            "the engine then samples from logprobs it takes for logits")
 def logits_in_place(logits, token_ids, mode, temperature, top_k, top_p):
     """torch-logprobs after normalising the logits in place, log_softmax_ style, to save a
     copy: every logprob it returns is right, and the engine then samples from logprobs

@@ -1,4 +1,5 @@
-"""Wrong rejection samplers, one field bug each (registered in pyproject.toml).
+"""Wrong rejection samplers, one field bug each (declared with their bugs and catching checks
+by each family: suites/<family>/__init__.py).
 
 Each is torch-rejection (kernels/rejection/torch_rejection.py) with one piece swapped, so
 that everything but the bug is the clean sampler. All take the contract's arguments in
@@ -11,7 +12,7 @@ from __future__ import annotations
 from functools import partial
 
 import torch
-from sampling_harness.kernels.meta import mutant
+
 from sampling_harness.kernels.rejection.torch_rejection import (
     Draws,
     Pieces,
@@ -23,10 +24,6 @@ from sampling_harness.kernels.rejection.torch_rejection import (
 from sampling_harness.kernels.sample.torch_race import seeded_generator
 
 
-@mutant(("validity", "acceptance_length"), "quick",
-        bug="draft probs never passed to the rejection sampler, q taken one-hot at the draft: d "
-            "accepted with probability p(d), not min(1, p/q) (vLLM PR 40269: acceptance fell from "
-            "~0.45 to ~0.22)")
 def draft_probs_dropped(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
     """The draft probabilities never reach the sampler: q is taken one-hot at the draft,
     so d is accepted with probability p(d) instead of min(1, p(d) / q(d))."""
@@ -43,10 +40,6 @@ def _inverse_cdf(weights: torch.Tensor, draws: Draws) -> torch.Tensor:
     return torch.minimum(token, last)
 
 
-@mutant(("joint", "fixed_drafts"), "quick",
-        bug="one uniform serves the accept test and the residual draw: the recovered token is the "
-            "residual's inverse CDF at the very u that rejected (u >= p/q), so only the upper part "
-            "of the residual is reached (vllm-ascend issue 16370)")
 def shared_uniform(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
     """One uniform per position serves the accept test and the residual draw: given a
     rejection u >= p(d) / q(d), so the inverse CDF reaches only the residual's upper part.
@@ -58,10 +51,6 @@ def shared_uniform(drafts, counts, draft_probs, target_probs, bonus, greedy, see
                             pieces=Pieces(recover=_inverse_cdf))
 
 
-@mutant(("validity", "greedy"), "quick",
-        bug="the greedy path allocates its output with torch.empty and writes only the accepted "
-            "drafts and the emitted token: later slots hold allocator garbage, not -1 (vLLM PR "
-            "37238, new_empty -> new_zeros)")
 def greedy_unwritten(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
     """Greedy rows go to a ``torch.empty`` output that only gets the accepted drafts and
     the emitted token: the slots after it keep whatever the allocator left there."""
@@ -76,8 +65,6 @@ def _accept_every_draft(uniform, p_draft, q_draft):
     return torch.ones_like(uniform, dtype=torch.bool)
 
 
-@mutant(("validity", "acceptance_length"), "quick",
-        bug="every draft accepted whatever its target probability, p(d) = 0 included")
 def accept_all(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
     """Every draft is accepted whatever its target probability."""
     return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
@@ -88,9 +75,6 @@ def _target_as_residual(target_rows, draft_rows, draft_ids):
     return target_rows.to(torch.float64)
 
 
-@mutant(("validity", "marginal"), "quick",
-        bug="at a rejection the token is drawn from p, not from max(p - q, 0): tokens with p <= q "
-            "(the rejected draft among them) are emitted")
 def residual_from_target(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
     """At a rejection the token is drawn from p itself, not from max(p - q, 0)."""
     return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
@@ -101,9 +85,6 @@ def _inverted_acceptance(uniform, p_draft, q_draft):
     return uniform * p_draft < q_draft
 
 
-@mutant(("validity", "acceptance_length"), "quick",
-        bug="accept with probability min(1, q/p) instead of min(1, p/q): drafts of target "
-            "probability 0 always accepted")
 def ratio_inverted(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
     """Accept with probability min(1, q(d) / p(d)): u p(d) < q(d)."""
     return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
@@ -118,9 +99,6 @@ def _shifted_layout(num_draft_tokens, total: int, device: torch.device):
     return request_grid(counts, torch.cumsum(rows, 0) - rows, total)
 
 
-@mutant(("validity", "greedy"), "quick",
-        bug="an off-by-one in the offsets of zero-draft requests (counted as one row): every later "
-            "request reads its drafts and probabilities one row too far")
 def zero_draft_shift(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
     """An off-by-one in the offsets of zero-draft requests shifts the requests after them."""
     return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
@@ -135,11 +113,6 @@ def _tied_choice(target: torch.Tensor, generator: torch.Generator) -> torch.Tens
     return torch.where(tied, pick, -1.0).argmax(dim=1)
 
 
-@mutant(("greedy",), "quick",
-        bug="greedy verify keeps every token tied at the maximum and picks one at random, not the "
-            "lowest index (vllm-project/tpu-inference PR 3580: top_k=1 by threshold keeps all tied "
-            "maxima and samples among them; SGLang issue 31071: EAGLE greedy verify's argmax over "
-            "tied logits accepts different drafts per rank)")
 def greedy_tie_random(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
     """Greedy requests accept a draft iff it is the tied maximum picked at random, and emit
     that pick at a mismatch: ties are not resolved to the lowest index."""
@@ -152,10 +125,6 @@ def _race_unfilled_buffer(weights: torch.Tensor, draws: Draws) -> torch.Tensor:
     return race(weights, torch.ones_like(draws.noise))
 
 
-@mutant(("independence", "joint", "fixed_drafts", "marginal", "law_generated"), "quick",
-        bug="the recovered-token noise is drawn into a copy (exponential_ in place on q[indices], "
-            "an advanced-indexing copy), so the race runs on a buffer never filled, the same for "
-            "every request and seed (vLLM PR 10863, unseeded requests in a seeded batch)")
 def noise_never_drawn(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
     """The race noise is drawn into a copy (an in-place op on an advanced-indexing
     result): the buffer raced against keeps its placeholder, here 1 everywhere, so every
@@ -172,10 +141,6 @@ def _race_float32_noise(weights: torch.Tensor, draws: Draws,
     return race(weights.float(), noise)
 
 
-@mutant(("tail",), "standard", devices=("cuda",),
-        bug="the recovered-token race on float32 exponential noise: CUDA's exponential_ never "
-            "goes below 2^-24, so residual tokens below about 1e-8 x the head are never "
-            "recovered (vLLM's sample_recovered_tokens before PR 43150 moved it to float64)")
 def recovered_fp32_noise(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
     """torch-rejection whose recovered token is ``argmax w / q`` with q float32
     ``exponential_`` noise (floor 2^-24 on CUDA; the CPU's float32 noise has no floor)."""
@@ -193,10 +158,6 @@ def _accept_half_uniform(uniform, p_draft, q_draft, generator: torch.Generator):
     return u.double() * q_draft < p_draft
 
 
-@mutant(("acceptance_tail",), "quick",
-        bug="the acceptance uniform drawn in the probs' half precision (torch.rand_like on "
-            "float16 probs): u = 0 with probability about 2^-12, so drafts of p/q below 1e-4 are "
-            "accepted several times too often")
 def accept_half_uniform(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
     """torch-rejection whose acceptance uniform is a float16 ``torch.rand``."""
     generator = seeded_generator(target_probs.device, seed ^ 0x1E1E1E1)
@@ -212,10 +173,6 @@ def _accept_open_uniform(uniform, p_draft, q_draft, bits: int):
     return u * q_draft < p_draft
 
 
-@mutant(("acceptance_tail",), "quick",
-        bug="the acceptance uniform from a 16-bit counter in (0, 1], (k + 1) 2^-16 (a (0, 1] "
-            "uniform to keep log(u) finite): never below 1.5e-5, so drafts of smaller p/q are "
-            "never accepted")
 def accept_uniform_floor(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
     """torch-rejection whose acceptance uniform never goes below 2^-16."""
     return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,

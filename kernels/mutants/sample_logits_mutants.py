@@ -1,4 +1,5 @@
-"""Wrong sample-logits kernels, one field bug each (registered in pyproject.toml).
+"""Wrong sample-logits kernels, one field bug each (declared with their bugs and catching
+checks by each family: suites/<family>/__init__.py).
 
 Each is torch-sample-logits (kernels/sample_logits/torch_sample_logits.py) with one piece
 swapped. The filter bugs are the pieces of the logprobs mutants: both families share the
@@ -9,9 +10,9 @@ seed).
 from __future__ import annotations
 
 import torch
+
 from sampling_harness.kernels.logprobs.torch_logprobs import Pieces as Processing
 from sampling_harness.kernels.logprobs.torch_logprobs import top_k_keep, top_p_keep
-from sampling_harness.kernels.meta import mutant
 from sampling_harness.kernels.mutants.logprobs_mutants import (
     scale_twice,
     top_k_exact,
@@ -31,9 +32,6 @@ def _sampled_at_one(x, temperature, sampled):
     return sampled
 
 
-@mutant(("greedy",), "quick",
-        bug="rows with temperature 0 sampled at temperature 1: the guard t = 0 -> 1 kept, the "
-            "argmax branch lost")
 def greedy_at_temperature_one(logits, temperature, top_k, top_p, seed):
     """Rows with temperature 0 sampled at temperature 1 (the guard 't = 0 -> 1' kept, the
     argmax branch lost)."""
@@ -41,34 +39,24 @@ def greedy_at_temperature_one(logits, temperature, top_k, top_p, seed):
                               Pieces(greedy=_sampled_at_one))
 
 
-@mutant(("boundaries",), "quick",
-        bug="top-k keeps exactly k tokens: tokens tied with the k-th largest dropped by index")
 def topk_drops_ties(logits, temperature, top_k, top_p, seed):
     """Top-k keeps exactly k tokens: those tied with the k-th largest dropped by index."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
         processing=Processing(filters=(top_k_exact, top_p_keep))))
 
 
-@mutant(("boundaries",), "quick",
-        bug="top-p keeps tokens whose inclusive cumulative probability is below top_p: the token "
-            "that crosses the threshold is never sampled")
 def topp_excludes_crossing(logits, temperature, top_k, top_p, seed):
     """Top-p drops the token whose cumulative probability crosses top_p."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
         processing=Processing(filters=(top_k_keep, top_p_inclusive))))
 
 
-@mutant(("boundaries",), "quick",
-        bug="top-p applied to the full distribution before top-k, not to the renormalised top-k "
-            "result")
 def topp_before_topk(logits, temperature, top_k, top_p, seed):
     """Top-p applied to the full distribution, then top-k."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
         processing=Processing(filters=(top_p_keep, top_k_keep))))
 
 
-@mutant(("fit_curated",), "quick",
-        bug="logits divided by the temperature twice (by the model runner and the sampler)")
 def temperature_twice(logits, temperature, top_k, top_p, seed):
     """Logits divided by the temperature twice (once by the model runner, once here)."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
@@ -80,9 +68,6 @@ def _top_k_plus_one(keys, scaled, keep, top_k, top_p):
     return top_k_keep(keys, scaled, keep, top_k + (top_k > 0).long(), top_p)
 
 
-@mutant(("validity",), "quick",
-        bug="the top-k boundary read one position too far: k + 1 tokens kept, a masked token "
-            "sampled")
 def topk_off_by_one(logits, temperature, top_k, top_p, seed):
     """Top-k keeps x >= the (k+1)-th largest: one masked token can be sampled."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed, Pieces(
@@ -96,8 +81,6 @@ def _float32_floored(shape, device, seed):
     return u.add_(2.0**-25).log_().neg_()
 
 
-@mutant(("tail",), "standard",
-        bug="float32 exponential noise floored at 2^-24: tokens below ~1e-8 of the head never win")
 def fp32_noise_floor(logits, temperature, top_k, top_p, seed):
     """Float32 exponential noise: tokens below ~1e-8 of the head never win."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed,
@@ -108,16 +91,12 @@ def _one_row_of_noise(shape, device, seed):
     return exponential64((1, shape[1]), device, seed).expand(shape)
 
 
-@mutant(("independence",), "quick",
-        bug="one noise row broadcast to every row: identical rows always agree")
 def shared_noise(logits, temperature, top_k, top_p, seed):
     """One noise row broadcast to every row of the batch: identical rows always agree."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed,
                               Pieces(noise=_one_row_of_noise))
 
 
-@mutant(("fit_curated", "fit_generated", "fit_large_vocab"), "quick",
-        bug="row i sampled from row i-1's logits with row i's settings (an off-by-one row pointer)")
 def row_shift(logits, temperature, top_k, top_p, seed):
     """Row i sampled from row i-1's logits with row i's settings (an off-by-one row
     pointer)."""
@@ -129,9 +108,6 @@ def _min_p_on_logits(keys, scaled, keep, min_p):
     return min_p_keep(keys, keys, keep, min_p)
 
 
-@mutant(("boundaries",), "quick",
-        bug="min-p computed on softmax of the unscaled logits, before the temperature (llama.cpp's "
-            "default sampler chain applies temperature last; vLLM applies it first)")
 def min_p_unscaled(logits, temperature, top_k, top_p, seed, min_p=None):
     """min-p against the unscaled logits: the threshold p_i >= min_p * max p judged under
     softmax(x) instead of softmax(x / T); at T < 1 it keeps tokens the scaled distribution
@@ -147,9 +123,6 @@ def _min_p_last(filters, min_p_filter):
     return (*filters, min_p_filter)
 
 
-@mutant(("boundaries",), "quick",
-        bug="min-p applied after top-k and top-p (vLLM v0's sampler order), so top-p's "
-            "cumulative sum runs over tokens min-p then drops")
 def min_p_after_top_p(logits, temperature, top_k, top_p, seed, min_p=None):
     """min-p applied after top-p renormalised: top-p's cumulative sum runs over tokens min-p
     would have removed, so it keeps more of the head than vLLM's order (temperature, min-p,
@@ -172,9 +145,6 @@ def _no_sentinel(x, ids):
     return ids
 
 
-@mutant(("non_finite",), "quick",
-        bug="a NaN row reaches the race's argmax: its index stays at the reduction's initial -1 "
-            "(FlashInfer issue 2402: garbage index, a later kernel crashed)")
 def nan_reaches_argmax(logits, temperature, top_k, top_p, seed, min_p=None):
     """No check for invalid rows: a NaN (or +inf, or all -inf) row's scores are NaN, the
     argmax-by-equality finds no maximum and returns its initial index -1. Field report:
@@ -187,10 +157,6 @@ def nan_reaches_argmax(logits, temperature, top_k, top_p, seed, min_p=None):
 PAD_BLOCK = 128
 
 
-@mutant(("non_finite",), "quick",
-        bug="rows padded to a multiple of 128 columns with 0.0 (a zeroed buffer) instead of "
-            "-inf: the padding wins where the logits lie below 0 and ids >= V come out (the "
-            "vLLM advisory at V = 151936)")
 def padding_wins(logits, temperature, top_k, top_p, seed, min_p=None):
     """The rows padded to a block multiple with 0.0, not -inf, and sampled whole: where the
     logits are log-probabilities (all below 0) the padding outweighs the row and ids >= V
@@ -226,9 +192,6 @@ def _top_p_bf16_cumsum(keys, scaled, keep, top_k, top_p):
     return keep & ((top_p >= 1)[:, None] | (keys >= cutoff[:, None]))
 
 
-@mutant(("fit_curated",), "quick",
-        bug="top-p on a bfloat16 cumulative sum: past 1/2 the small terms round away, the sum "
-            "stalls below top_p and the tail is kept (Megatron-LM issue 7182)")
 def topp_bf16_cumsum(logits, temperature, top_k, top_p, seed, min_p=None):
     """Top-p's cumulative sum accumulated in bfloat16: the running sum stalls once its terms
     fall below half its spacing, never reaches a top_p near 1, and the whole tail stays
@@ -252,9 +215,6 @@ def _top_p_mixed_iterations(keys, scaled, keep, top_k, top_p):
     return above | (window & (window.cumsum(dim=1) <= boundary))
 
 
-@mutant(("boundaries", "fit_curated"), "quick",
-        bug="the top-p threshold and its boundary count come from different search iterations: "
-            "a lower logit kept, a higher one masked (vllm-ascend issue 13847)")
 def topp_threshold_stale_count(logits, temperature, top_k, top_p, seed, min_p=None):
     """Top-p whose threshold comes from one iteration of its search and whose boundary
     tokens are counted and picked (in index order) over the window of the iteration before:

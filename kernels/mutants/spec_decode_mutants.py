@@ -1,17 +1,15 @@
-"""Wrong proposer steps, one field bug each (registered in pyproject.toml).
+"""Wrong proposer steps, one field bug each (declared with their bugs and catching checks by
+each family: suites/<family>/__init__.py).
 All take the ``spec-decode`` contract's arguments (draft_table, context, token_ids,
 previous_drafts, num_spec_tokens, max_model_len, lookahead, seed)."""
 
 from __future__ import annotations
 
 import torch
-from sampling_harness.kernels.meta import mutant
+
 from sampling_harness.kernels.spec_decode.torch_proposer import draw_drafts, has_room
 
 
-@mutant(("tme", "length"), "quick",
-        bug="a request too close to max_model_len to draft keeps its stale drafts, which are "
-            "verified past the limit: garbage logprobs (vLLM PR 38711, TME ~1.4e11)")
 def stale_drafts(draft_table, context, token_ids, previous_drafts, num_spec_tokens,
                  max_model_len, lookahead, seed):
     """A request without room keeps the drafts it just had verified (and zero laws): stale
@@ -24,9 +22,6 @@ def stale_drafts(draft_table, context, token_ids, previous_drafts, num_spec_toke
     return drafts, probs
 
 
-@mutant(("acceptance",), "quick",
-        bug="draft probabilities never handed to the rejection sampler: q taken one-hot, acceptance"
-            " p(d) instead of min(1, p/q) (vLLM PR 40269)")
 def probs_dropped(draft_table, context, token_ids, previous_drafts, num_spec_tokens,
                   max_model_len, lookahead, seed):
     """The drafts are proposed but their laws never cached: the rejection sampler gets None
@@ -36,9 +31,6 @@ def probs_dropped(draft_table, context, token_ids, previous_drafts, num_spec_tok
             for d, s in zip(drafts, token_ids, strict=True)], None
 
 
-@mutant(("law", "acceptance"), "quick",
-        bug="draft probabilities cached in another order than the drafts: the rejection sampler "
-            "verifies each draft against another request's law")
 def cached_order(draft_table, context, token_ids, previous_drafts, num_spec_tokens,
                  max_model_len, lookahead, seed):
     """The cache rows written in request order of the cache (sorted by sequence) while
@@ -51,10 +43,6 @@ def cached_order(draft_table, context, token_ids, previous_drafts, num_spec_toke
     return drafts, probs[order]
 
 
-@mutant(("tail",), "standard", devices=("cuda",),
-        bug="the proposer samples its drafts by a race on float32 exponential noise: CUDA's "
-            "exponential_ never goes below 2^-24, so draft tokens below about 1e-8 x the head "
-            "are never proposed (vLLM's compute_probs_and_sample_next_token before PR 43150)")
 def proposer_fp32_noise(draft_table, context, token_ids, previous_drafts, num_spec_tokens,
                         max_model_len, lookahead, seed):
     """torch-proposer drawing each draft as ``argmax q / e`` with e float32 ``exponential_``."""
@@ -77,10 +65,6 @@ def _top_k_law(q: torch.Tensor) -> torch.Tensor:
     return kept / kept.sum(dim=1, keepdim=True)
 
 
-@mutant(("law",), "quick",
-        bug="the drafter samples under top-k 2 but hands over the unfiltered softmax as its "
-            "draft probabilities: the rejection sampler corrects against the wrong q "
-            "(transformers issue 47932: TV from the target up to 0.31, acceptance still high)")
 def draft_probs_before_top_k(draft_table, context, token_ids, previous_drafts,
                              num_spec_tokens, max_model_len, lookahead, seed):
     """Drafts drawn from the top-k (k = 2) filtered draft law, while the cached laws are the

@@ -38,6 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+
 from sampling_harness.kernels.counter_uniforms import request_keys, uniforms
 from sampling_harness.kernels.meta import per_request_seeds
 

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 import triton
 import triton.language as tl
+
 from sampling_harness.kernels.meta import per_request_seeds
 from sampling_harness.kernels.sample.triton_race import (
     chunk_noise,

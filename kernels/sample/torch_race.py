@@ -9,6 +9,7 @@ and read by the argmax: about 5 passes over B x V (float64 noise: twice the byte
 """
 
 import torch
+
 from sampling_harness.kernels.meta import baseline, per_request_seeds
 from sampling_harness.kernels.request_seeds import request_seeds, row_generators
 

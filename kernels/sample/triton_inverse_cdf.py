@@ -25,6 +25,7 @@ graph (call it once before capture so the scratch exists).
 import torch
 import triton
 import triton.language as tl
+
 from sampling_harness.kernels.meta import per_request_seeds
 from sampling_harness.kernels.sample.triton_race import float32_rows
 from sampling_harness.kernels.split_scratch import (

@@ -26,6 +26,7 @@ launch per call. No noise tensor in memory. Per-request seeds: 8 B per row and p
 import torch
 import triton
 import triton.language as tl
+
 from sampling_harness.kernels.meta import per_request_seeds
 from sampling_harness.kernels.split_scratch import (
     cdiv,

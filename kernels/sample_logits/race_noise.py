@@ -17,6 +17,7 @@ instead): the tests' and scripts/fuzz_sample_logits.py's oracle.
 import torch
 import triton
 import triton.language as tl
+
 from sampling_harness.kernels.logprobs.torch_logprobs import kept_entries
 from sampling_harness.kernels.sample.triton_race import REFINE_BELOW, exponential, fold
 from sampling_harness.kernels.split_scratch import next_power_of_2

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import torch
+
 from sampling_harness.kernels.logprobs.torch_logprobs import Pieces as Processing
 from sampling_harness.kernels.logprobs.torch_logprobs import kept_entries, upcast
 from sampling_harness.kernels.meta import per_request_seeds

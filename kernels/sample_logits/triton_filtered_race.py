@@ -43,6 +43,7 @@ buffers and the select's scratch are held per (device, stream) for engine-sized 
 import torch
 import triton
 import triton.language as tl
+
 from sampling_harness.kernels.meta import per_request_seeds
 from sampling_harness.kernels.sample_logits import triton_top_k_select as select
 from sampling_harness.kernels.sample_logits.race_noise import finite_or_masked

@@ -35,6 +35,7 @@ KMAX with or without top-p, top-p alone with a peaked head) never come here.
 import torch
 import triton
 import triton.language as tl
+
 from sampling_harness.kernels.sample.triton_race import publish_split
 from sampling_harness.kernels.sample_logits.race_noise import finite_or_masked, scores
 from sampling_harness.kernels.sample_logits.triton_top_k_select import ordered, value_of_key

@@ -38,6 +38,7 @@ back (8 B each, L2); one id and one flag written.
 import torch
 import triton
 import triton.language as tl
+
 from sampling_harness.kernels.sample_logits.race_noise import finite_or_masked, scores
 from sampling_harness.kernels.split_scratch import cdiv, next_power_of_2, split_scratch
 

@@ -9,7 +9,7 @@ law each draft was drawn from, cached for the rejection sampler.
 Room: a step that verifies k drafts may emit k + 1 tokens, so a request of length L drafts
 only if L + lookahead + k + 1 <= max_model_len (lookahead: tokens a step still in flight may
 add, 0 under synchronous scheduling); otherwise it gets no drafts, and its previous drafts
-are dropped. Contract: harness/families/spec_decode.py.
+are dropped. Contract: suites/spec_decode/contract.py.
 
 Memory traffic: per draft position one gathered [R, V] row of the draft table, its softmax
 and R x V float64 noise.
@@ -18,6 +18,7 @@ and R x V float64 noise.
 from __future__ import annotations
 
 import torch
+
 from sampling_harness.kernels.sample.torch_race import seeded_generator
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+
 from sampling_harness.reference.draft_probs import handed_over
 
 

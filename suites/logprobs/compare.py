@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+
 from sampling_harness.reference.processed import (
     U32,
     logprob_tolerance,

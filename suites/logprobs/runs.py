@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import torch
-from sampling_harness.families.logprobs import MODES
+
 from sampling_harness.report.plots import by_error, pop_plot
 from sampling_harness.suites.logprobs.compare import compare
+from sampling_harness.suites.logprobs.contract import MODES
 from sampling_harness.verdict import Outcome
 
 

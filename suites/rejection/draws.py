@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+
 from sampling_harness.reference.rejection import RejectionLaws
 
 

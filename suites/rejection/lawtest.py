@@ -12,6 +12,7 @@ with exact float64 law ``law``. Two tests:
 from __future__ import annotations
 
 import numpy as np
+
 from sampling_harness.report.plots import counts_plot, pop_plot
 from sampling_harness.stats.chisquare import chisquare_gof, min_detectable_tv, pool_bins
 from sampling_harness.stats.multiple import adjusted_p

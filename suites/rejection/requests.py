@@ -8,6 +8,7 @@ random positions, never at token 0, so an index bug cannot hide behind symmetry.
 from __future__ import annotations
 
 import numpy as np
+
 from sampling_harness.reference.rejection import RejectionLaws
 from sampling_harness.strategies.probs import normalised
 

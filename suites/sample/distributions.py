@@ -7,6 +7,7 @@ distribution that is symmetric in the token order.
 from __future__ import annotations
 
 import numpy as np
+
 from sampling_harness.strategies import normalised
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+
 from sampling_harness.run.runner import seed_stream
 from sampling_harness.scale.distributed import Shard, merged
 

@@ -19,6 +19,7 @@ its bins at the planned n (with n_C >= n (1 - a_max) in C: a_max is reported).
 from __future__ import annotations
 
 import numpy as np
+
 from sampling_harness.report.plots import counts_plot
 from sampling_harness.stats.binomial import upper_p
 from sampling_harness.stats.chisquare import chisquare_gof, min_detectable_tv, pool_bins

@@ -15,6 +15,7 @@ from functools import cached_property
 
 import numpy as np
 import torch
+
 from sampling_harness.reference.processed import ProcessedLaw, processed_probs
 
 

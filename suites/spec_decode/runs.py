@@ -10,8 +10,8 @@ the steps where the drafter has no room.
 from __future__ import annotations
 
 import numpy as np
+
 from sampling_harness.engine import Engine, EngineConfig, Request, parts, toy_models
-from sampling_harness.families.spec_decode import FAMILY
 from sampling_harness.run.runner import derive_seed
 
 VOCAB, CONTEXT, LIMIT, SPEC = 8, 2, 16, 3
@@ -19,7 +19,7 @@ VOCAB, CONTEXT, LIMIT, SPEC = 8, 2, 16, 3
 
 def proposer_of(ctx):
     """The kernel under test as the engine's proposer, every call through the runner."""
-    names = [p for p in FAMILY.parameters if p != "seed"]
+    names = [p for p in ctx.family.parameters if p != "seed"]
 
     def propose(*args):
         *given, seed = args

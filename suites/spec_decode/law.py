@@ -1,0 +1,63 @@
+"""The output law of the whole engine equals sampling from the target model alone.
+
+Many requests with one prompt generate 3 tokens each, with speculation (K = 2 drafts per
+step) and without (K = 0); the counts of the V^3 = 512 continuations are tested against
+their exact float64 law (a product of target softmax rows, harness/engine/metrics.py) by a
+Pearson chi-square on at most 32 equal-mass bins. The requests per run are planned so that a
+total variation of ``budget.law_tv`` on those bins is detected with ``budget.power``.
+Alpha: the check's share over the two runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sampling_harness.engine import Request
+from sampling_harness.engine.metrics import continuation_law, outcome_index
+from sampling_harness.report.plots import counts_plot, pop_plot
+from sampling_harness.stats.chisquare import (
+    chisquare_gof,
+    min_detectable_tv,
+    planned_samples,
+    pool_bins,
+)
+from sampling_harness.stats.multiple import adjusted_p, bonferroni
+from sampling_harness.suites.spec_decode.runs import VOCAB, engine
+from sampling_harness.verdict import Outcome
+
+PROMPT, LENGTH, MAX_BINS = [1, 2], 3, 32
+
+
+def law(ctx) -> Outcome:
+    alpha = bonferroni(ctx.alpha, 2)
+    results = []
+    for spec in (2, 0):
+        eng = engine(ctx, spec, 64, "sync", f"law-{spec}")
+        expected = continuation_law(eng.target, PROMPT, LENGTH)
+        n = planned_samples([expected], ctx.budget.law_tv, alpha, ctx.budget.power, MAX_BINS)
+        run = eng.run([Request(f"req-{i}", list(PROMPT), LENGTH) for i in range(n)])
+        counts = np.bincount([outcome_index(r.output, VOCAB) for r in run.requests],
+                             minlength=expected.size)
+        labels = pool_bins(n * expected, max_bins=MAX_BINS)
+        statistic, df, p_value = chisquare_gof(counts, expected, labels)
+        results.append({"num_spec_tokens": spec, "requests": n, "statistic": statistic,
+                        "df": df, "p_value": p_value,
+                        "acceptance": run.acceptance_rate,
+                        "min_detectable_tv": min_detectable_tv(n, max(df, 1), alpha,
+                                                               ctx.budget.power),
+                        "plot": counts_plot(f"K={spec}: 3-token continuations", counts,
+                                            expected, labels, p_value, statistic, df,
+                                            "continuation")})
+    plot = pop_plot(results)
+    failed = [r for r in results if r["p_value"] <= alpha]
+    worst = min(results, key=lambda r: r["p_value"])
+    message = ("; ".join(f"K={r['num_spec_tokens']}: chi2 {r['statistic']:.1f} on {r['df']} df,"
+                         f" p = {r['p_value']:.2g}" for r in results))
+    return Outcome(not failed, ("the engine's continuations differ from the target's law: "
+                                if failed else "continuations follow the target's law: ")
+                   + message, statistic=worst["statistic"],
+                   p_value=adjusted_p([r["p_value"] for r in results]), alpha=ctx.alpha,
+                   samples=sum(r["requests"] for r in results),
+                   min_detectable_effect=max(r["min_detectable_tv"] for r in results),
+                   effect=f"total variation of 3-token continuations on <= {MAX_BINS} bins",
+                   details={"runs": results, "alpha_per_test": alpha, "plot": plot})
