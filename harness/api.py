@@ -24,6 +24,7 @@ from pathlib import Path
 
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES
+from sampling_harness.options import cli_args
 from sampling_harness.verdict import Verdict, overall
 
 
@@ -62,12 +63,11 @@ def run_checks(family: str, kernel: str, report_dir: str | Path, checks: list[st
         for name in checks:         # checks selected"
             FAMILIES[family].check(name)
     report_dir = Path(report_dir)
-    args = [sys.executable, "-m", "sampling_harness", "check", family, "--kernel", kernel,
-            "--budget", budget, "--device", device, "--report-dir", str(report_dir), *extra]
-    if seed is not None:
-        args += ["--seed", str(seed)]
-    if checks:
-        args += ["-k", " or ".join(f"test_{name}" for name in checks)]
+    select = " or ".join(f"test_{name}" for name in checks) or None
+    args = [sys.executable, "-m", "sampling_harness", "check", family,
+            *cli_args({"kernel": [kernel], "budget": budget, "device": device,
+                       "report_dir": report_dir}),
+            *extra, *cli_args({"seed": seed, "select": select})]
     done = subprocess.run(args, capture_output=True, text=True)
     output = done.stdout + done.stderr
     if done.returncode == 2:

@@ -1,17 +1,196 @@
-"""Argument types shared by the CLI's subcommands (each subcommand module adds its own
-arguments; none of them imports the CLI)."""
+"""The run options of a check, declared once (``OPTIONS``), and what is built from them.
+
+A run option is spelt in two places: the CLI's ``sampling-harness check --budget smoke`` and
+the pytest plugin's ``--harness-budget smoke`` (prefixed, so that it never collides with
+another project's conftest options). Both parsers, the plugin's ``DEFAULTS``, the
+``--harness-*`` arguments the CLI hands to pytest (``plugin_args``), the ``check`` command
+lines other commands start (``cli_args``) and the command that re-runs one check
+(``reproduce_command``) are all built from the one table, so an option cannot drift between
+them. Values are validated once, by the parser of the table (argparse ``type`` and
+``choices``), with a one-line usage error.
+
+Also the argparse type ``positive`` that the subcommands share (none of them imports the
+CLI).
+"""
 
 from __future__ import annotations
 
 import argparse
+import shlex
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from sampling_harness.budgets import BUDGET_NAMES
+from sampling_harness.run.sanitize import TOOLS
+from sampling_harness.stats.multiple import DEFAULT_FAMILY_ALPHA
+
+DEFAULT_SEED = 20261122
+DEVICES = ("auto", "cpu", "cuda")
+PLUGIN_PREFIX = "--harness-"
 
 
 def positive(kind, upper=None):
     """An argparse type: a number > 0 (and < ``upper``), else a one-line usage error."""
+    bound = f" and < {upper}" if upper is not None else ""
+
     def parse(text: str):
-        value = kind(text)
+        try:
+            value = kind(text)
+        except ValueError:
+            what = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"must be {what} > 0{bound}, got {text}") from None
         if value <= 0 or (upper is not None and value >= upper):
-            bound = f" and < {upper}" if upper is not None else ""
             raise argparse.ArgumentTypeError(f"must be > 0{bound}, got {text}")
         return value
     return parse
+
+
+@dataclass(frozen=True)
+class Option:
+    """One run option: its CLI flag (its plugin twin is derived: ``--budget`` is
+    ``--harness-budget``, dest ``harness_budget``) and how argparse parses it.
+
+    ``action`` is ``store``, ``append`` (repeatable: its default is ``()``, handed to the
+    parsers as a fresh list) or ``store_false`` (a ``--no-X`` switch, default True).
+    ``cli_only`` options have no plugin twin: pytest has its own ``-k``; precompiling is the
+    CLI's business."""
+
+    flag: str
+    dest: str
+    help: str
+    default: object = None
+    type: Callable[[str], object] | None = None
+    choices: tuple | None = None
+    metavar: str | None = None
+    action: str = "store"
+    cli_only: bool = False
+
+    @property
+    def repeatable(self) -> bool:
+        return self.action == "append"
+
+    @property
+    def plugin_flag(self) -> str:
+        return PLUGIN_PREFIX + self.flag.removeprefix("--")
+
+    @property
+    def plugin_dest(self) -> str:
+        return "harness_" + self.dest
+
+    def kwargs(self, **changes) -> dict:
+        """``add_argument`` keyword arguments, with ``changes`` (a subcommand's own default
+        or help) applied; the help ends with the default, where there is one to show."""
+        if self.action == "store_false":
+            kwargs = {"dest": self.dest, "action": "store_false", "help": self.help}
+        else:
+            default = list(self.default) if self.repeatable else self.default
+            kwargs = {"dest": self.dest, "action": self.action, "default": default,
+                      "type": self.type, "choices": self.choices, "metavar": self.metavar,
+                      "help": self.help}
+        kwargs.update(changes)
+        default = kwargs.get("default")
+        if default not in (None, []) and "help" not in changes:
+            kwargs["help"] = f"{kwargs['help']} (default: {default})"
+        return {key: value for key, value in kwargs.items() if value is not None}
+
+    def words(self, value, flag: str | None = None) -> list[str]:
+        """The command-line words that give this option ``value`` (none for None, an empty
+        list or a switch left on); ``flag`` defaults to the CLI's."""
+        flag = flag or self.flag
+        if value is None:
+            return []
+        if self.action == "store_false":
+            return [] if value else [flag]
+        values = value if self.repeatable else [value]
+        return [word for one in values for word in (flag, _text(one))]
+
+
+def _text(value) -> str:
+    """A value as a command line gives it (floats by repr: they parse back to the same)."""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+OPTIONS: tuple[Option, ...] = (     # in the order of ``sampling-harness check --help``
+    Option("--kernel", "kernel", "kernel under test: registered name, package.module:attr "
+           "or path/to/file.py:attr (repeatable; default: the family's registered kernels "
+           "and baselines)", default=(), metavar="TARGET", action="append"),
+    Option("--device", "device", "auto: CUDA when torch sees a GPU, else the CPU",
+           default="auto", choices=DEVICES),
+    Option("--budget", "budget", "how much evidence the checks gather", default="quick",
+           choices=BUDGET_NAMES),
+    Option("--seed", "seed", "harness seed: every check's seeds derive from it",
+           default=DEFAULT_SEED, type=int),
+    Option("--report-dir", "report_dir", "default: reports/<timestamp>/"),
+    Option("-k", "select", "pytest -k selection of checks", cli_only=True),
+    Option("--call-timeout", "call_timeout", "seconds one kernel call may take before it "
+           "counts as hung", default=600.0, type=positive(float)),
+    Option("--family-alpha", "family_alpha", "false-fail budget of the whole run, split "
+           "across its checks", default=DEFAULT_FAMILY_ALPHA, type=positive(float, 1.0)),
+    Option("--statistical-checks", "statistical_checks", "split the false-fail budget as if "
+           "over N statistical checks (set by reproduce commands; default: count the "
+           "selected run's)", type=positive(int), metavar="N"),
+    Option("--sanitize", "sanitize", "re-run the validity checks under compute-sanitizer "
+           "(GPU only)", choices=TOOLS),
+    Option("--gpus", "gpus", "spread the checks over N GPUs, one pytest-xdist worker each (on "
+           "a CPU run: N workers on the CPU); see docs/scale-out.md", type=positive(int),
+           metavar="N"),
+    Option("--workers-per-gpu", "workers_per_gpu", "W pytest-xdist workers share each GPU "
+           "(Triton's compilation and the host's work run in parallel; default for check all "
+           "on a GPU: half the CPU cores, at most 8); see docs/scale-out.md",
+           type=positive(int), metavar="W"),
+    Option("--no-precompile", "precompile", "on a GPU, do not compile the run's listed Triton "
+           "variants ahead in parallel (harness/scale/precompile.py)", default=True,
+           action="store_false", cli_only=True),
+)
+BY_DEST = {option.dest: option for option in OPTIONS}
+# the plugin's option destinations and defaults: a value other than its default selects the
+# harness (plugin.selected)
+DEFAULTS = {option.plugin_dest: [] if option.repeatable else option.default
+            for option in OPTIONS if not option.cli_only}
+
+
+def add_to_argparse(parser: argparse.ArgumentParser, names: Iterable[str] | None = None,
+                    **changes: dict) -> None:
+    """Add the options ``names`` (dests; default: all, in the table's order) to a CLI
+    (sub)parser; ``changes[dest]`` overrides that option's keyword arguments there (a
+    subcommand whose ``--budget`` has its own default, say)."""
+    for name in names or BY_DEST:
+        option = BY_DEST[name]
+        parser.add_argument(option.flag, **option.kwargs(**changes.get(name, {})))
+
+
+def add_to_pytest(group) -> None:
+    """Add every option but the CLI-only ones to the plugin's pytest option group, as
+    ``--harness-*``."""
+    for option in OPTIONS:
+        if not option.cli_only:
+            group.addoption(option.plugin_flag, **option.kwargs(dest=option.plugin_dest))
+
+
+def cli_args(values: Mapping[str, object]) -> list[str]:
+    """The CLI words of ``values`` (dest -> value), in their order; None values left out."""
+    return [word for dest, value in values.items() for word in BY_DEST[dest].words(value)]
+
+
+def plugin_args(values: Mapping[str, object]) -> list[str]:
+    """The ``--harness-*`` arguments of ``values`` (dest -> value, e.g. ``vars(args)`` of the
+    CLI), in the table's order: CLI-only options, None values and empty lists left out."""
+    return [word for option in OPTIONS if not option.cli_only
+            for word in option.words(values.get(option.dest), option.plugin_flag)]
+
+
+def reproduce_command(*, family: str, target: str, device: str, budget: str, seed: int,
+                      check: str, statistical_checks: int | None = None,
+                      family_alpha: float = DEFAULT_FAMILY_ALPHA, sanitize: str | None = None,
+                      world: int = 1) -> str:
+    """The command that re-runs one check alone with the same bits and alpha: its kernel,
+    device, budget and harness seed, the run's count of statistical checks (its alpha split,
+    whatever ``-k`` selects), its family alpha where not the default, its sanitizer; under
+    torchrun (``world`` > 1) with as many ranks, on any number of nodes."""
+    launcher = ["sampling-harness"] if world == 1 else [
+        "torchrun", "--nproc-per-node", str(world), "-m", "sampling_harness"]
+    values = {"kernel": [target], "device": device, "budget": budget, "seed": seed,
+              "statistical_checks": statistical_checks or None, "select": f"test_{check}",
+              "family_alpha": None if family_alpha == DEFAULT_FAMILY_ALPHA else family_alpha,
+              "sanitize": sanitize}
+    return shlex.join([*launcher, "check", family, *cli_args(values)])

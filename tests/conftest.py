@@ -5,8 +5,9 @@ import tempfile
 
 import torch
 
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+from sampling_harness.device import use_triton_interpreter_without_gpu
+
+use_triton_interpreter_without_gpu()
 
 # the harness runs that tests start remember their checks' durations here, not in the
 # user's cache (harness/scale/durations.py)

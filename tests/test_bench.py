@@ -10,7 +10,13 @@ import warnings
 import pytest
 import torch
 
-from sampling_harness.bench.command import build_rows, render, run_bench, strict_json
+from sampling_harness.bench.command import (
+    BenchOptions,
+    build_rows,
+    render,
+    run_bench,
+    strict_json,
+)
 from sampling_harness.bench.launch import bind, label, launch_parameters, parse_grid
 from sampling_harness.bench.timing import (
     NotCapturable,
@@ -64,9 +70,15 @@ def test_strict_json_maps_non_finite_figures_to_null():
     assert strict_load(text) == {"a": None, "b": [None, 1.5], "c": {"d": None}}
 
 
+def bench(tmp_path, *kernels: str, shape: str = "2x17", **options) -> int:
+    """``run_bench`` of family sample on the CPU at one shape, one call a repeat."""
+    options = {"repeat": 1, "calls": 1, **options}
+    return run_bench(BenchOptions("sample", tmp_path, kernels=kernels, device="cpu",
+                                  shapes=(shape,), **options))
+
+
 def test_bench_json_is_strict_and_each_figure_has_its_repeats(tmp_path, kernels, capsys):
-    run_bench("sample", [f"{kernels}:scaled", f"{kernels}:broken"], "cpu", ["3x33"], tmp_path,
-              repeat=3, calls=1)
+    bench(tmp_path, f"{kernels}:scaled", f"{kernels}:broken", shape="3x33", repeat=3)
     report = strict_load((tmp_path / "bench.json").read_text())
     rows = {row["kernel"].rpartition(":")[2]: row for row in report["rows"]}
     assert report["repeat"] == 3
@@ -185,44 +197,75 @@ def test_launch_settings_bind_as_keyword_arguments():
 
 
 def test_bench_launch_grid_rows_say_whether_the_output_is_unchanged(tmp_path, kernels):
-    run_bench("sample", [f"{kernels}:scaled"], "cpu", ["2x17"], tmp_path, repeat=1, calls=1,
-              launch=["scale=2,3"])
+    bench(tmp_path, f"{kernels}:scaled", launch=("scale=2,3",))
     rows = strict_load((tmp_path / "bench.json").read_text())["rows"]
     mine = [r for r in rows if r["kernel"].endswith(":scaled")]
     assert [r["launch"] for r in mine] == [{}, {"scale": 2}, {"scale": 3}]
     assert [r.get("same_as_default") for r in mine] == [None, True, True]
-    run_bench("sample", [f"{kernels}:shifted"], "cpu", ["2x17"], tmp_path, repeat=1, calls=1,
-              launch=["shift=1"])
+    bench(tmp_path, f"{kernels}:shifted", launch=("shift=1",))
     rows = strict_load((tmp_path / "bench.json").read_text())["rows"]
     assert [r.get("same_as_default") for r in rows if r["launch"]] == [False]
     assert "| NO |" in (tmp_path / "bench.md").read_text()
     with pytest.raises(HarnessError, match="no launch setting 'warps'"):
-        run_bench("sample", [f"{kernels}:scaled"], "cpu", ["2x17"], tmp_path, launch=["warps=4"])
+        bench(tmp_path, f"{kernels}:scaled", launch=("warps=4",))
 
 
-def test_module_globals_become_keyword_launch_settings(monkeypatch):
-    """benchmarks/module_launch.py: a kernel whose launch is module globals gets them as
-    keyword settings, set for one call and restored after it; a global that no longer
-    exists turns the kernel into one that says so when called."""
-    import sys
-    import types
+def test_the_cli_bench_namespace_becomes_the_options(monkeypatch, tmp_path):
+    """Every flag of ``sampling-harness bench`` reaches the one ``BenchOptions`` that
+    ``run_bench`` takes (all given, none at its default), and bad counts are refused."""
+    import sampling_harness.bench.command as command
+    from sampling_harness.commands import cli
 
-    from sampling_harness.families.loader import _import_attr
+    seen = []
+    monkeypatch.setattr(command, "run_bench", lambda options: seen.append(options) or 0)
+    assert cli.main(["bench", "logprobs", "--kernel", "a.py:k", "--kernel", "b", "--device",
+                     "cpu", "--shape", "2x17x3", "--ids", "top", "--report-dir", str(tmp_path),
+                     "--cuda-graph", "--repeat", "2", "--calls", "7", "--launch", "warps=4,8",
+                     "--launch", "stages=3", "--ceiling", "--profile"]) == 0
+    assert seen == [BenchOptions(
+        family="logprobs", report_dir=tmp_path, kernels=("a.py:k", "b"), device="cpu",
+        shapes=("2x17x3",), variants=("top",), cuda_graph=True, repeat=2, calls=7,
+        launch=("warps=4,8", "stages=3"), ceiling=True, profile=True)]
+    defaults = BenchOptions("sample", tmp_path / "elsewhere")
+    assert all(getattr(seen[0], name) != getattr(defaults, name)
+               for name in BenchOptions.__dataclass_fields__)
+    with pytest.raises(AttributeError):
+        seen[0].repeat = 1                          # frozen
+    with pytest.raises(HarnessError, match="positive count"):
+        BenchOptions("sample", tmp_path, calls=0)
 
-    fake = types.ModuleType("fake_launch_kernel")
-    fake.GPU_WARPS = 4
-    fake.race = lambda probs, seed: (probs, seed, fake.GPU_WARPS)
-    monkeypatch.setitem(sys.modules, "fake_launch_kernel", fake)
-    wrap = _import_attr("benchmarks/module_launch.py:with_module_launch")
-    kernel = wrap("fake_launch_kernel:race", ("probs", "seed"),
-                  {"warps": ("fake_launch_kernel", "GPU_WARPS")})
-    assert launch_parameters(kernel, ("probs", "seed")) == {"warps": 4}
-    assert bind("k", kernel, ("probs", "seed"), {"warps": 8})(1, 2) == (1, 2, 8)
-    assert fake.GPU_WARPS == 4 and kernel(1, 2) == (1, 2, 4)
-    gone = wrap("fake_launch_kernel:race", ("probs", "seed"),
-                {"tile": ("fake_launch_kernel", "GPU_TILE")})
-    with pytest.raises(AttributeError, match="no global fake_launch_kernel.GPU_TILE"):
-        gone(1, 2)
+
+def test_a_launch_keyword_reaches_the_kernel(monkeypatch, tmp_path):
+    """A Triton kernel's launch settings are keyword arguments with the shipped values as
+    defaults: ``bench --launch`` binds them (no module global patched), they reach the
+    launch, and the default launch is the shipped one."""
+    race = pytest.importorskip("sampling_harness.kernels.sample.triton_race")
+    from sampling_harness.families import FAMILIES
+    from sampling_harness.families.loader import load
+
+    contract = FAMILIES["sample"].parameters
+    kernel = load("triton-exact", "sample").fn
+    assert launch_parameters(kernel, contract) == {
+        "warps": 4, "programs_per_sm": 1, "stages": 5, "unroll": 1, "rows": 1,
+        "late_noise": False}
+    launches = []
+
+    class Recorder:                                 # stands in for the jitted kernel
+        def __getitem__(self, grid):
+            return lambda *args, **meta: launches.append(meta)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(race, "_race_kernel", Recorder())
+        probs = torch.full((2, 40), 1 / 40)
+        bind("triton-exact", kernel, contract, {"stages": 2, "late_noise": True})(probs, 1)
+        kernel(probs, 1)
+    assert [(m["STAGES"], m["LATE_NOISE"]) for m in launches] == [(2, True), (5, False)]
+    bench(tmp_path, "triton-exact", launch=("late_noise=True", "stages=2"))
+    rows = strict_load((tmp_path / "bench.json").read_text())["rows"]
+    mine = [r for r in rows if r["kernel"] == "triton-exact"]
+    assert [r["launch"] for r in mine] == [{}, {"late_noise": True, "stages": 2}]
+    assert [r.get("same_as_default") for r in mine] == [None, True]
+    assert all(r["reason"] is None for r in mine)
 
 
 def test_profile_table_shows_where_a_call_spends_its_time():
@@ -265,8 +308,7 @@ def test_read_ceiling_is_the_fastest_reader_and_bench_shows_its_percent(tmp_path
 
     bandwidth, reader = read_ceiling(4, 100, CPU, calls=1)
     assert bandwidth > 0 and reader in ("torch.sum", "torch.amax")
-    run_bench("sample", [f"{kernels}:scaled"], "cpu", ["2x17"], tmp_path, repeat=1, calls=1,
-              ceiling=True)
+    bench(tmp_path, f"{kernels}:scaled", ceiling=True)
     report = strict_load((tmp_path / "bench.json").read_text())
     assert report["ceilings"][0]["rows"] == 2 and report["ceilings"][0]["bytes_per_s"] > 0
     assert all(row["pct_of_ceiling"] > 0 for row in report["rows"])

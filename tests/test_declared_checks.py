@@ -1,59 +1,47 @@
-"""The checks each family declares (``sampling_harness.families.Check``) and the suite files agree
-exactly; every declared check has a mutant that fails it; ``-k test_<check>`` selects one
-check. Static: the suites are read as source, nothing runs."""
+"""A family is declared in one place (``sampling_harness.families.Family``): its checks point
+at their functions, its mutants name the checks that catch them, and the plugin makes the
+test items from that declaration alone: no wrapper functions, no marks written in suites,
+every declared check has a mutant that fails it, ``-k test_<check>`` selects one check."""
 
 from __future__ import annotations
 
-import ast
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from sampling_harness.errors import HarnessError
-from sampling_harness.families import FAMILIES, Check, Family
+from sampling_harness.families import FAMILIES, Check, Family, Mutant, declaring_files
 from sampling_harness.families.registry import by_role, role_of
 
 SUITES = Path(__file__).parent.parent / "suites"
-DECLARED_MARKS = ("statistical", "gpu")
 
 
-def suite_checks(family: str) -> dict[str, tuple[str, list[str]]]:
-    """Every test function of the family's suite files -> (its file, the marks it writes)."""
-    found = {}
-    for path in sorted((SUITES / FAMILIES[family].suite).glob("test_*.py")):
-        for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-                marks = [d.attr for d in node.decorator_list if isinstance(d, ast.Attribute)]
-                found[node.name.removeprefix("test_")] = (path.name, marks)
-    return found
+def test_no_suite_writes_a_test_function_or_a_mark():
+    """The items come from the declarations: a ``def test_`` or ``check.run(`` in suites/ is a
+    second declaration, and a ``pytest.mark`` there a second source of marks."""
+    found = [f"{path.relative_to(SUITES)}: {word}" for path in sorted(SUITES.rglob("*.py"))
+             for word in ("def test_", "check.run(", "pytest.mark") if word in path.read_text()]
+    assert not found, found
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
-def test_declaration_and_suite_agree(family):
-    declared = {c.name: c.file for c in FAMILIES[family].checks}
-    found = suite_checks(family)
-    undeclared = {name: file for name, (file, _) in found.items() if name not in declared}
-    assert not undeclared, f"check functions not declared in harness/families: {undeclared}"
-    absent = {name: file for name, file in declared.items() if name not in found}
-    assert not absent, f"declared checks with no test function: {absent}"
-    moved = {name: (declared[name], file) for name, (file, _) in found.items()
-             if file != declared[name]}
-    assert not moved, f"declared in one file, found in another: {moved}"
-    marked = {name: marks for name, (_, marks) in found.items()
-              if set(marks) & set(DECLARED_MARKS)}
-    assert not marked, f"marks that belong to the declaration, written in the suite: {marked}"
+def test_each_check_is_a_function_of_its_family(family):
+    spec = FAMILIES[family]
+    for check in spec.checks:
+        assert callable(check.function), check.name
+        assert check.function.__module__.startswith(f"sampling_harness.suites.{spec.suite}."), (
+            check.name, check.function.__module__)
+        assert check.detects and "\n" not in check.detects, check.name
 
 
 def test_every_suite_belongs_to_a_family():
-    suites = {path.parent.name for path in SUITES.glob("*/test_*.py")}
+    suites = {path.parent.name for path in SUITES.glob("*/__init__.py")}
     assert suites == {family.suite for family in FAMILIES.values()}
-
-
-def test_each_check_says_what_it_detects():
-    for family in FAMILIES.values():
-        for check in family.checks:
-            assert check.detects and "\n" not in check.detects, (family.name, check.name)
-            assert check.file.startswith("test_") and check.file.endswith(".py")
+    assert all(path.parent.name == family.suite and path.name == "__init__.py"
+               for family, path in ((FAMILIES[n], p) for n, p in declaring_files().items()))
 
 
 def _mutants(family: str) -> dict[str, dict]:
@@ -70,17 +58,40 @@ def test_every_check_has_a_mutant_that_fails_it(family):
 
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_k_selects_one_check(family):
-    """``-k test_<check>`` (the self-test's selection) picks that check alone: its name is no
-    part of another check's name or suite file."""
-    checks = FAMILIES[family].checks
-    keywords = {c.name: {c.function, c.file} for c in checks}
-    for name in keywords:
-        clashes = [other for other, words in keywords.items()
-                   if other != name and any(f"test_{name}" in w for w in words)]
-        assert not clashes, f"-k test_{name} also selects {clashes}"
+    """``-k test_<check>`` (the self-test's selection) picks that check alone: its item name is
+    no part of another check's."""
+    names = [c.test_name for c in FAMILIES[family].checks]
+    for name in names:
+        clashes = [other for other in names if other != name and name in other]
+        assert not clashes, f"-k {name} also selects {clashes}"
 
 
-def test_a_mutant_naming_an_undeclared_check_is_refused():
+def _family(**declared) -> Family:
+    return Family("f", (), "", lambda out, inputs: out, lambda inputs: 0, lambda inputs: 0, {},
+                  **declared)
+
+
+def test_a_declaration_is_refused_where_it_contradicts_itself():
+    def fit(ctx):
+        return None
+
+    with pytest.raises(HarnessError, match=r"declares check\(s\) \['a'\] twice"):
+        _family(checks=(Check("a", fit, "x"), Check("a", fit, "y")))
+    with pytest.raises(HarnessError, match=r"mutant 'm' of family 'f' must be caught by checks "
+                                           r"the family declares \(unknown: \['b'\]\)"):
+        _family(checks=(Check("a", fit, "x"),),
+                mutants=(Mutant("m", "pkg.mod:m", ("a", "b"), "quick", "-"),))
+    with pytest.raises(HarnessError, match=r"at a budget in"):
+        _family(checks=(Check("a", fit, "x"),),
+                mutants=(Mutant("m", "pkg.mod:m", ("a",), "fast", "-"),))
+    with pytest.raises(HarnessError, match=r"declares mutant\(s\) \['m'\] twice"):
+        _family(checks=(Check("a", fit, "x"),),
+                mutants=(Mutant("m", "pkg.mod:m", ("a",), "quick", "-"),) * 2)
+
+
+def test_a_registered_mutant_naming_an_undeclared_check_is_refused():
+    """An outside package may still register a mutant by entry point, its metadata on the
+    function (kernels/meta.py): the checks it names must be declared."""
     def wrong(probs, seed):
         return probs
     wrong.sampling_harness = {"role": "mutant", "caught_by": ["validity", "fitness"],
@@ -94,41 +105,23 @@ def test_a_mutant_naming_an_undeclared_check_is_refused():
         role_of(wrong, "wrong", "sample")
 
 
-def test_a_family_cannot_declare_a_check_twice():
-    twice = (Check("a", "test_a.py", "x"), Check("a", "test_b.py", "y"))
-    with pytest.raises(HarnessError, match=r"declares check\(s\) \['a'\] twice"):
-        Family("f", (), "", lambda out, inputs: out, lambda inputs: 0, lambda inputs: 0, {},
-               checks=twice)
+def _collected(*args: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", str(declaring_files()["sample"]), "--collect-only",
+         "-q", "-p", "no:cacheprovider", "--harness-device", "cpu", "--harness-kernel",
+         "torch-fp64", *args], capture_output=True, text=True, cwd=SUITES.parent)
+    assert done.returncode in (0, 5), done.stdout[-2000:] + done.stderr[-2000:]
+    return re.findall(r"^\S+::(test_\w+\[[^\]]+\])$", done.stdout, re.M)
 
 
-class _Item:
-    """The little of a collected pytest item that the plugin reads when marking checks."""
-
-    def __init__(self, family: str, function: str, file: str):
-        self.marks = {"family": pytest.mark.family(family).mark}
-        self.fixturenames, self.originalname, self.name = ("check", "kernel"), function, function
-        self.path, self.nodeid = Path(file), f"{file}::{function}"
-
-    def get_closest_marker(self, name):
-        return self.marks.get(name)
-
-    def add_marker(self, name):
-        self.marks[name] = getattr(pytest.mark, name).mark
-
-
-def test_the_plugin_marks_checks_from_the_declaration():
-    from sampling_harness.run.plugin import _mark_as_declared
-    fit, tail, validity = (_Item("sample", "test_fit_large_vocab", "test_fit.py"),
-                           _Item("sample", "test_tail", "test_tail.py"),
-                           _Item("sample", "test_validity", "test_validity.py"))
-    _mark_as_declared([fit, tail, validity])
-    assert set(fit.marks) == {"family", "statistical", "gpu"}
-    assert set(tail.marks) == {"family", "statistical"} and set(validity.marks) == {"family"}
-    with pytest.raises(pytest.UsageError, match="family 'sample' declares no check 'speed'"):
-        _mark_as_declared([_Item("sample", "test_speed", "test_fit.py")])
-    with pytest.raises(pytest.UsageError, match="declares check 'tail' in test_tail.py, not "
-                                                "test_fit.py"):
-        _mark_as_declared([_Item("sample", "test_tail", "test_fit.py")])
+def test_the_plugin_makes_and_marks_the_items_from_the_declaration():
+    """One item per declared check and kernel, named ``test_<check>[<kernel>]``, marked
+    ``statistical`` and ``gpu`` as declared (``-m`` selects by those marks)."""
+    checks = FAMILIES["sample"].checks
+    assert _collected() == [f"{c.test_name}[torch-fp64]" for c in checks]
+    assert _collected("-m", "statistical") == [
+        f"{c.test_name}[torch-fp64]" for c in checks if c.statistical]
+    assert _collected("-m", "gpu") == [f"{c.test_name}[torch-fp64]" for c in checks if c.gpu]
 
 
 def test_the_api_names_a_misspelt_check_before_it_runs(tmp_path):

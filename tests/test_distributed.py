@@ -19,7 +19,7 @@ from sampling_harness.commands.cli import main
 from sampling_harness.errors import HarnessError, KernelFailure
 from sampling_harness.families.loader import load
 from sampling_harness.run.plugin import harness_environment
-from sampling_harness.run.runner import Runner, derive_seed, seed_stream
+from sampling_harness.run.runner import Runner
 from sampling_harness.scale.distributed import (
     MULTICAST_OFF,
     Shard,
@@ -27,6 +27,7 @@ from sampling_harness.scale.distributed import (
     merged,
     multicast_off,
 )
+from sampling_harness.seeds import derive_seed, seed_stream
 from sampling_harness.suites.sample.contract import BUDGETS
 
 WORLD = 2

@@ -7,7 +7,8 @@ import torch
 
 from sampling_harness.families.loader import load
 from sampling_harness.reference.rejection import RejectionLaws
-from sampling_harness.run.runner import Runner, derive_seed, seed_stream
+from sampling_harness.run.runner import Runner
+from sampling_harness.seeds import derive_seed, seed_stream
 from sampling_harness.suites.rejection.draws import batch_inputs, first_replicas
 from sampling_harness.suites.sample_logits.draws import count_tokens
 from sampling_harness.suites.sample_logits.rows import Rows

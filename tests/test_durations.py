@@ -21,8 +21,7 @@ def test_durations_round_trip_per_device_and_budget(tmp_path, monkeypatch):
 def item(nodeid, many=False):
     marker = object() if many else None
     return SimpleNamespace(nodeid=nodeid, name=nodeid, get_closest_marker=lambda mark: marker,
-                           callspec=SimpleNamespace(params={"kernel": SimpleNamespace(
-                               role="kernel", name=nodeid)}))
+                           kernel=SimpleNamespace(role="kernel", name=nodeid))
 
 
 def test_workers_start_the_longest_checks_first():

@@ -22,11 +22,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 import sampling_harness.kernels.sample_logits.triton_filtered_race as race
 import sampling_harness.kernels.sample_logits.triton_top_k_select as select
+from sampling_harness.device import default_device
 from sampling_harness.kernels.sample_logits.race_noise import sorted_race
 from sampling_harness.reference.processed import process
 from sampling_harness.strategies.logits import sampling_tables
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DEVICE = default_device()
 EXAMPLES = 12 if DEVICE == "cuda" else 4
 SEEDS = (0, 1)
 WHOLE_ROW = {(race, "KMAX"): 0, (select, "NUCLEUS_GROUPS"): 1}

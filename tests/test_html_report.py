@@ -18,7 +18,6 @@ from sampling_harness.report.html import FigureCache, to_html
 from sampling_harness.report.plots import (
     CAP,
     by_error,
-    clopper_pearson,
     counts_plot,
     errors_plot,
     lengths_plot,
@@ -27,6 +26,7 @@ from sampling_harness.report.plots import (
     tail_plot,
 )
 from sampling_harness.report.writers import write_all
+from sampling_harness.stats.binomial import clopper_pearson
 from sampling_harness.stats.chisquare import chisquare_gof, pool_bins, pooled_counts
 from sampling_harness.verdict import Verdict
 from tests.helpers import cli

@@ -1,6 +1,7 @@
 """No import cycle among the harness's modules. Static: every ``import`` statement of
-harness/ (at module level or inside a function: a cycle closed late is still a cycle) is
-read with ``ast``, resolved to the module it loads, and the graph searched for cycles."""
+harness/, kernels/, reference/ and suites/ (at module level or inside a function: a cycle
+closed late is still a cycle) is read with ``ast``, resolved to the module it loads, and the
+graph searched for cycles."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).parent.parent
-PACKAGE = "harness"
+MAPPED = {"harness": "sampling_harness", "kernels": "sampling_harness.kernels",
+          "reference": "sampling_harness.reference", "suites": "sampling_harness.suites"}
 
 
 def modules() -> dict[str, Path]:
-    """Every module of the package: dotted name -> file (a package is its __init__.py)."""
+    """Every module of the package: dotted name -> file (a package is its __init__.py). The
+    folders install under the one import name (pyproject's package-dir)."""
     found = {}
-    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
-        parts = ("sampling_harness", *path.relative_to(ROOT / PACKAGE).with_suffix("").parts)
-        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    for folder, prefix in MAPPED.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = (*prefix.split("."), *path.relative_to(ROOT / folder).with_suffix("").parts)
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
 
 
@@ -94,7 +98,24 @@ def test_the_search_sees_a_cycle_and_the_imports_it_is_made_of():
     assert cycles({"a": {"b"}, "b": set()}) == []
     graph = import_graph()
     assert "sampling_harness.errors" in graph["sampling_harness.families"]
-    assert "sampling_harness.families" in graph["sampling_harness.suites.sample.contract"]
+    assert "sampling_harness.families" in graph["sampling_harness.suites.sample"]
     assert "sampling_harness.commands.calibrate" in graph["sampling_harness.commands.cli"]
     assert "sampling_harness.report.schema" in graph["sampling_harness.commands.compare"]
     assert "sampling_harness.commands.reproduce" not in graph["sampling_harness.commands.compare"]
+
+
+def _part(module: str) -> str:
+    """Which of the design's folders a module lives in: kernels, reference, suites or harness."""
+    for folder in ("kernels", "reference", "suites"):
+        if f"{module}.".startswith(f"sampling_harness.{folder}."):
+            return folder
+    return "harness"
+
+
+def test_dependencies_point_one_way():
+    """suites -> harness -> reference (DESIGN.md); kernels import neither the harness nor the
+    suites (a kernel is just a function), reference only numpy, scipy and torch."""
+    allowed = {("suites", "harness"), ("suites", "reference"), ("harness", "reference")}
+    against = sorted(f"{a} -> {b}" for a, targets in import_graph().items() for b in targets
+                     if _part(a) != _part(b) and (_part(a), _part(b)) not in allowed)
+    assert not against, against

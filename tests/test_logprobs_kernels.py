@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from sampling_harness.device import default_device
 from sampling_harness.kernels.logprobs.torch_logprobs import logprobs_torch
 from sampling_harness.kernels.logprobs.triton_logprobs import logprobs_triton
 from sampling_harness.kernels.mutants import logprobs_mutants as mutants
@@ -16,7 +17,7 @@ from sampling_harness.kernels.mutants import logprobs_mutants as mutants
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 KERNELS = {"torch": logprobs_torch, "triton": logprobs_triton}
 NEG_INF = float("-inf")
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DEVICE = default_device()
 
 
 def expected(logits, token_ids, mode, temperature, top_k, top_p):

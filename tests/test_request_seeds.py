@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from sampling_harness.device import resolve_device
 from sampling_harness.families.registry import entries, role_of
 from sampling_harness.kernels.sample.triton_inverse_cdf import inverse_cdf
 from sampling_harness.seeds import SKIPPED, takes_request_seeds
@@ -27,7 +28,7 @@ from sampling_harness.suites.batch_invariance import (
 )
 from tests.helpers import cli, verdicts
 
-DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+DEVICE = resolve_device("auto")
 GEN = torch.Generator().manual_seed(25)
 PROBS = torch.rand(5, 40, generator=GEN) ** 3
 PROBS = (PROBS / PROBS.sum(1, keepdim=True)).to(DEVICE)

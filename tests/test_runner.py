@@ -5,9 +5,11 @@ import time
 import pytest
 import torch
 
+from sampling_harness.device import resolve_device
 from sampling_harness.errors import KernelFailure
 from sampling_harness.families.loader import Kernel
-from sampling_harness.run.runner import POISONS, Runner, derive_seed, poison_allocator
+from sampling_harness.run.runner import POISONS, Runner, poison_allocator
+from sampling_harness.seeds import derive_seed
 from sampling_harness.suites.sample.contract import validate_ids
 
 PROBS = torch.tensor([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
@@ -62,7 +64,7 @@ def test_derived_seeds_are_stable_31_bit():
     assert 0 <= derive_seed("x") < 2**31
 
 
-DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+DEVICE = resolve_device("auto")
 
 
 @pytest.mark.skipif(DEVICE.type != "cuda", reason="the CUDA caching allocator")

@@ -8,6 +8,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
+from sampling_harness.device import default_device
 from sampling_harness.errors import KernelFailure
 from sampling_harness.kernels.logprobs.torch_logprobs import kept_entries, upcast
 from sampling_harness.kernels.sample_logits.race_noise import sorted_race
@@ -21,7 +22,7 @@ from sampling_harness.reference.processed import process, processed_probs
 from sampling_harness.strategies.logits import sampling_tables
 from sampling_harness.suites.sample_logits.contract import validate_ids
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DEVICE = default_device()
 KERNELS = {"torch": sample_logits_torch}
 KERNELS["triton"] = sample_logits_triton
 
@@ -99,9 +100,9 @@ def flag_counter(monkeypatch) -> list:
     import sampling_harness.kernels.sample_logits.triton_filtered_race as race
     counts, inner = [], race.fallback_race
 
-    def counted(logits, t, k, p, unresolved, ids, seed):
+    def counted(logits, t, k, p, unresolved, ids, seed, **launch):
         counts.append(int(unresolved.sum()))
-        inner(logits, t, k, p, unresolved, ids, seed)
+        inner(logits, t, k, p, unresolved, ids, seed, **launch)
     monkeypatch.setattr(race, "fallback_race", counted)
     return counts
 
@@ -138,7 +139,8 @@ def test_triton_device_selection_agrees_with_the_sorted_race_on_hard_rows(monkey
     rows all take the bisection (interpreter only: a GPU program holds one row, and the N x N
     tile of 32 rows does not compile in reasonable time)."""
     import sampling_harness.kernels.sample_logits.triton_filtered_race as race
-    monkeypatch.setattr(race, "select_rows", lambda batch, vocab, device: (rows_per_program, 4))
+    monkeypatch.setattr(race, "select_rows",
+                        lambda batch, vocab, device, warps: (rows_per_program, 4))
     g = torch.Generator().manual_seed(11)
     vocab, rows = 5000, 24
     x = (torch.randn(rows, vocab, generator=g) * 2).to(torch.bfloat16).double()
@@ -178,9 +180,9 @@ def test_triton_gpu_tiers_on_small_vocabularies_draw_the_sorted_race_ids(monkeyp
     import sampling_harness.kernels.sample_logits.triton_filtered_race as race
     import sampling_harness.kernels.sample_logits.triton_top_k_select as select
     tiers = select.tiers
-    monkeypatch.setattr(select, "tiers", lambda v, groups, width, device, block_r: tiers(
-        v, groups, width, torch.device("cuda"), block_r))
-    monkeypatch.setattr(race, "select_rows", lambda batch, v, device: (1, 4))
+    monkeypatch.setattr(select, "tiers", lambda v, groups, width, device, block_r, *launch:
+                        tiers(v, groups, width, torch.device("cuda"), block_r, *launch))
+    monkeypatch.setattr(race, "select_rows", lambda batch, v, device, warps: (1, 4))
     assert select.tiers(vocab, vocab, 1, torch.device("cpu"), 1)[1:] == (select.GROUPS, 1024,
                                                                          select.CMAX.value)
     g = torch.Generator().manual_seed(5)
@@ -204,7 +206,8 @@ def test_triton_device_path_in_several_launches_draws_the_ids_of_one(monkeypatch
     (a launch keyed by its own row 0 would repeat the draws of the first rows)."""
     import sampling_harness.kernels.sample_logits.triton_filtered_race as race
     import sampling_harness.kernels.sample_logits.triton_top_k_select as select
-    monkeypatch.setattr(race, "select_rows", lambda batch, vocab, device: (rows_per_program, 4))
+    monkeypatch.setattr(race, "select_rows",
+                        lambda batch, vocab, device, warps: (rows_per_program, 4))
     g = torch.Generator().manual_seed(5)
     x = (torch.randn(1, 600, generator=g) * 0.5).repeat(11, 1)    # one row, eleven times
     inputs = batch(x.double().numpy(), [1.0] * 10 + [0.0], [40] * 11, [0.95] * 11)

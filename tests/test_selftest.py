@@ -14,14 +14,14 @@ budget (1e-4) covers all kernels of all families.
 from __future__ import annotations
 
 import pytest
-import torch
 
 from sampling_harness.commands import selftest
+from sampling_harness.device import default_device
 from sampling_harness.families import FAMILIES
 from sampling_harness.families.registry import default_kernels
 from tests.helpers import cli
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DEVICE = default_device()
 MUTANTS = [case for case in selftest.plan("all", DEVICE) if case.role == "mutant"]
 
 

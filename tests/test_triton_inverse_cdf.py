@@ -17,9 +17,11 @@ import torch
 import triton
 import triton.language as tl
 
+from sampling_harness.device import default_device
+
 icdf = pytest.importorskip("sampling_harness.kernels.sample.triton_inverse_cdf")
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DEVICE = default_device()
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 AMBIGUOUS = 1e-12   # relative distance of u T from a cumulative sum (float64 sums reordered)
 FIXED_U = 0.0       # the uniform of every row under test_ends_of_the_row
@@ -67,7 +69,7 @@ def test_split_launches_agree(monkeypatch, block_r, splits):
     program of a row block) give the very same ids as the default launch."""
     probs = probs_batch(3, 30011, 7)
     default = assert_inverse_cdf(probs, seed=99)
-    monkeypatch.setattr(icdf, "_launch_shape", lambda b, v, d: (block_r, splits, 1))
+    monkeypatch.setattr(icdf, "_launch_shape", lambda b, v, d, *launch: (block_r, splits, 1))
     assert np.array_equal(assert_inverse_cdf(probs, seed=99), default)
 
 
@@ -124,7 +126,7 @@ def test_rejects_wrong_dtype():
 
 
 def test_race_launch_knobs_keep_the_draws(monkeypatch):
-    """triton-exact's sweep knobs (issue 10: late chunk noise, splits)
+    """triton-exact's sweep knobs (issue 10: the late_noise keyword, splits)
     never change its draws: the ids are identical under every setting (one row per
     program and one warp throughout: those order the float32 chunk sums)."""
     race = pytest.importorskip("sampling_harness.kernels.sample.triton_race")
@@ -132,7 +134,6 @@ def test_race_launch_knobs_keep_the_draws(monkeypatch):
     seen = set()
     for late, shape in [(False, (1, 1)), (True, (1, 1)), (True, (1, 3)), (False, (1, 3)),
                         (True, (1, 2))]:
-        monkeypatch.setattr(race, "GPU_LATE_NOISE", late)
-        monkeypatch.setattr(race, "_launch_shape", lambda b, v, d, s=shape: (*s, 1))
-        seen.add(tuple(race.race_exact(probs.clone(), 21).tolist()))
+        monkeypatch.setattr(race, "_launch_shape", lambda b, v, d, *launch, s=shape: (*s, 1))
+        seen.add(tuple(race.race_exact(probs.clone(), 21, late_noise=late).tolist()))
     assert len(seen) == 1, seen

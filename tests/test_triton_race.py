@@ -13,12 +13,13 @@ import torch
 
 triton_race = pytest.importorskip("sampling_harness.kernels.sample.triton_race")
 
+from sampling_harness.device import default_device  # noqa: E402
 from sampling_harness.reference.categorical import (  # noqa: E402
     chunked_race_winner,
     exponential_from_bits,
 )
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DEVICE = default_device()
 AMBIGUOUS = 2e-6  # relative gap of the top two float64 scores that float32 may not order
 CHUNK_AMBIGUOUS = 1e-5  # chunk masses are float32 sums of up to 2048 terms
 
@@ -60,7 +61,8 @@ def test_matches_float64_race_on_same_bits(batch, vocab):
 def test_split_launches_match(monkeypatch, block_r, splits):
     """One row per program (the GPU's layout) and rows split into runs of chunks (winners
     reduced across splits) give the same coupled winners."""
-    monkeypatch.setattr(triton_race, "_launch_shape", lambda b, v, d: (block_r, splits, 1))
+    monkeypatch.setattr(triton_race, "_launch_shape",
+                        lambda b, v, d, *launch: (block_r, splits, 1))
     assert_coupled(probs_batch(3, 30011, 7), seed=99)
 
 

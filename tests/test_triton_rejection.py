@@ -13,11 +13,12 @@ import torch
 
 triton_rejection = pytest.importorskip("sampling_harness.kernels.rejection.triton_rejection")
 
+from sampling_harness.device import default_device  # noqa: E402
 from sampling_harness.kernels.sample.triton_race import chunk_width, race_bits, race_exact  # noqa: E402
 from sampling_harness.reference.rejection_coupled import coupled_output, race_noise, uniforms  # noqa: E402
 from sampling_harness.suites.rejection.contract import validate_output  # noqa: E402
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DEVICE = default_device()
 
 
 def make_batch(counts: list[int], vocab: int, seed: int, with_draft: bool = True) -> dict:
@@ -142,14 +143,16 @@ def test_no_requests():
 @pytest.mark.parametrize("block_b, positions", [(1, None), (4, None), (8, 16)])
 def test_launch_shapes_match(monkeypatch, block_b, positions):
     """One request per program (the GPU's layout), a few, or more requests than the batch
-    holds, each with more positions than its drafts need (a GPU holds at least
-    GPU_POSITIONS), give the default's output, with and without draft probs."""
+    holds, each with more positions than its drafts need (a GPU holds at least the
+    ``positions`` launch setting), give the default's output, with and without draft
+    probs."""
     inputs = make_batch(ragged(6, 3, 2), 1031, 11)
     one_hot = {**inputs, "draft_probs": None}
     default, default_one_hot = run(inputs, 77), run(one_hot, 77)
-    monkeypatch.setattr(triton_rejection, "_launch_shape", lambda b, v, d: (block_b, 1))
+    monkeypatch.setattr(triton_rejection, "_launch_shape", lambda b, v, d, *launch: (block_b, 1))
     if positions is not None:
-        monkeypatch.setattr(triton_rejection, "positions_width", lambda width, d: positions)
+        monkeypatch.setattr(triton_rejection, "positions_width",
+                            lambda width, d, least: positions)
     assert torch.equal(run(inputs, 77), default)
     assert torch.equal(run(one_hot, 77), default_one_hot)
 

@@ -24,6 +24,9 @@ baselines; ``--launch KEY=V1,V2`` times the kernels under each launch setting
 unchanged. A shape may name a variant of the inputs after a colon (logprobs:
 ``256x151936x21:top``); a shape without one is timed in each variant of the family's
 default shapes, or in those ``--ids`` names.
+
+``run_bench(options)`` takes the run as one ``BenchOptions``; the CLI builds it from its
+namespace (``BenchOptions.from_args``), a script or test directly.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 import json
 import math
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -43,6 +47,38 @@ from sampling_harness.families.loader import load
 from sampling_harness.families.registry import by_role
 from sampling_harness.report.writers import atomic_write
 from sampling_harness.run.runner import resolve_device
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """One ``sampling-harness bench`` run: what it times and how (``from_args``: the CLI's
+    flags, in the order of its subparser)."""
+
+    family: str
+    report_dir: Path
+    kernels: tuple[str, ...] = ()       # --kernel: targets beside the family's baselines
+    device: str = "auto"
+    shapes: tuple[str, ...] = ()        # --shape (none: the family's defaults)
+    variants: tuple[str, ...] = ()      # --ids: input variants (logprobs: top, random)
+    cuda_graph: bool = False
+    repeat: int = 3                     # isolated repeats of each figure
+    calls: int | None = None            # timed calls a repeat (None: 50 on a GPU, 5 on a CPU)
+    launch: tuple[str, ...] = ()        # --launch KEY=V[,V...] items (the grid)
+    ceiling: bool = False
+    profile: bool = False
+
+    def __post_init__(self):
+        if self.repeat < 1 or (self.calls is not None and self.calls < 1):
+            raise HarnessError(f"--repeat and --calls take a positive count; got "
+                               f"{self.repeat}, {self.calls}")
+
+    @classmethod
+    def from_args(cls, args, report_dir: Path) -> BenchOptions:
+        """The options of the CLI's ``bench`` namespace, writing to ``report_dir``."""
+        return cls(family=args.family, report_dir=Path(report_dir), kernels=tuple(args.kernel),
+                   device=args.device, shapes=tuple(args.shape), variants=tuple(args.ids),
+                   cuda_graph=args.cuda_graph, repeat=args.repeat, calls=args.calls,
+                   launch=tuple(args.launch), ceiling=args.ceiling, profile=args.profile)
 
 
 def copy_bandwidth(device: torch.device, repeat: int = 3) -> float:
@@ -228,26 +264,28 @@ def _compare_settings(entries: list[dict], make_inputs, device: torch.device) ->
         release(device)
 
 
-def run_bench(family_name: str, targets: list[str], device: str, shapes: list[str],
-              report_dir: Path, cuda_graph: bool = False, variants: list[str] = (),
-              repeat: int = 3, calls: int | None = None, launch: list[str] = (),
-              ceiling: bool = False, profile: bool = False) -> int:
+def run_bench(options: BenchOptions) -> int:
+    """Time ``options``' entries, print the table and write bench.md and bench.json (and
+    bench-profile.md with ``profile``) to its report directory; 0, or a HarnessError."""
+    family_name, report_dir = options.family, options.report_dir
+    cuda_graph, variants, repeat = options.cuda_graph, options.variants, options.repeat
+    if family_name not in FAMILIES:
+        raise HarnessError(f"unknown family {family_name!r}; known: {', '.join(FAMILIES)}")
     family = FAMILIES[family_name]
     spec = family.bench
     if spec is None:
         raise HarnessError(f"family {family_name!r} has no benchmark")
-    if repeat < 1 or (calls is not None and calls < 1):
-        raise HarnessError(f"--repeat and --calls take a positive count; got {repeat}, {calls}")
-    dev = resolve_device(device)
+    dev = resolve_device(options.device)
     if cuda_graph and dev.type != "cuda":
         raise HarnessError("--cuda-graph needs a CUDA device")
-    grid = [s for s in parse_grid(list(launch)) if s]
-    names = list(dict.fromkeys([*spec.baselines, *(targets or by_role(family_name, "kernel"))]))
+    grid = [s for s in parse_grid(list(options.launch)) if s]
+    names = list(dict.fromkeys([*spec.baselines,
+                                *(options.kernels or by_role(family_name, "kernel"))]))
     kernels = {name: load(name, family_name) for name in names}
     defaults = spec.gpu_shapes if dev.type == "cuda" else spec.cpu_shapes
     if variants and not any(":" in shape for shape in defaults):
         raise HarnessError(f"family {family_name!r} has no input variants (--ids)")
-    cases = with_variants(list(shapes or defaults), list(variants), defaults)
+    cases = with_variants(list(options.shapes or defaults), list(variants), defaults)
 
     def make_inputs(shape: str) -> dict:
         """The same inputs for every entry, drawn on the CPU and copied: a kernel whose
@@ -276,7 +314,7 @@ def run_bench(family_name: str, targets: list[str], device: str, shapes: list[st
         _compare_settings(entries, make_inputs, dev)
     bandwidth = copy_bandwidth(dev)
     ceilings, readers = {}, {}
-    if ceiling:
+    if options.ceiling:
         from sampling_harness.bench.ceiling import read_ceiling
         for shape in cases:
             rows = rows_of[shape]
@@ -284,7 +322,7 @@ def run_bench(family_name: str, targets: list[str], device: str, shapes: list[st
             if shape_of_read not in readers:
                 readers[shape_of_read] = read_ceiling(*shape_of_read, dev)
             ceilings[shape] = readers[shape_of_read][0]
-    calls = calls or (50 if dev.type == "cuda" else 5)
+    calls = options.calls or (50 if dev.type == "cuda" else 5)
     eager, graph, reasons = {}, {}, {}
     for _ in range(repeat):
         for entry in entries:
@@ -311,10 +349,10 @@ def run_bench(family_name: str, targets: list[str], device: str, shapes: list[st
               + "; GB/s and % counted on the floor's bytes"
               + "".join(f"; ceiling {rows}x{cols}: {bw / 1e12:.2f} TB/s by {name}"
                         for (rows, cols), (bw, name) in readers.items()))
-    table = render(header, rows, spec.shape_help, spec.baselines, cuda_graph, ceiling)
+    table = render(header, rows, spec.shape_help, spec.baselines, cuda_graph, options.ceiling)
     print(table)
     atomic_write(report_dir / "bench.md", table)
-    if profile:
+    if options.profile:
         profiles = "".join(
             f"## {e['kernel']} at {e['shape']} ({label(e['setting'])})\n\n"
             + profile_table(e["call"], lambda s=e["shape"]: make_inputs(s), dev) + "\n"

@@ -29,7 +29,7 @@ from sampling_harness.budgets import BUDGET_NAMES
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES
 from sampling_harness.families.loader import load
-from sampling_harness.options import positive
+from sampling_harness.options import add_to_argparse, cli_args, positive
 from sampling_harness.report.schema import as_float, read_report
 from sampling_harness.report.writers import atomic_write, writable
 
@@ -42,14 +42,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("family", choices=tuple(FAMILIES))
     parser.add_argument("--kernel", required=True, metavar="TARGET")
     parser.add_argument("--runs", type=positive(int), required=True, metavar="N")
-    parser.add_argument("--budget", default="quick", choices=BUDGET_NAMES)
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    add_to_argparse(parser, ("budget", "device"))
     parser.add_argument("--workers", type=positive(int), default=os.cpu_count() or 1, metavar="J")
     parser.add_argument("--first-seed", type=int, default=1, metavar="S")
-    parser.add_argument("-k", dest="select", default=None, help="pytest -k selection of checks")
-    parser.add_argument("--family-alpha", type=positive(float, 1.0), default=None,
-                        help="passed to each run (a larger one makes false fails measurable)")
-    parser.add_argument("--statistical-checks", type=positive(int), default=None, metavar="N")
+    add_to_argparse(parser, ("select", "family_alpha", "statistical_checks"), family_alpha={
+        "default": None, "help": "passed to each run (a larger one makes false fails "
+                                 "measurable; default: check's own)"})
     parser.add_argument("--out", default=None, metavar="DIR", help="default: reports/<timestamp>/")
 
 
@@ -105,15 +103,15 @@ def expectation(meta: dict, check: str, recorded: str) -> str:
 
 def _passed_on(args) -> list[str]:
     """The options each run gets as given: -k, --family-alpha, --statistical-checks."""
-    pairs = (("-k", args.select), ("--family-alpha", args.family_alpha),
-             ("--statistical-checks", args.statistical_checks))
-    return [word for flag, value in pairs if value is not None for word in (flag, str(value))]
+    return cli_args({"select": args.select, "family_alpha": args.family_alpha,
+                     "statistical_checks": args.statistical_checks})
 
 
 def check_command(args, seed: int, directory: Path) -> list[str]:
-    return [sys.executable, "-m", "sampling_harness", "check", args.family, "--kernel", args.kernel,
-            "--budget", args.budget, "--device", args.device, "--seed", str(seed),
-            "--report-dir", str(directory), *_passed_on(args)]
+    """The ``check`` run of harness seed ``seed``, its reports in ``directory``."""
+    return [sys.executable, "-m", "sampling_harness", "check", args.family, *cli_args({
+        "kernel": [args.kernel], "budget": args.budget, "device": args.device, "seed": seed,
+        "report_dir": directory}), *_passed_on(args)]
 
 
 def completed(directory: Path) -> bool:

@@ -15,18 +15,16 @@ import threading
 from datetime import datetime
 from pathlib import Path
 
-from sampling_harness.budgets import BUDGET_NAMES, get_budget
+from sampling_harness import options
+from sampling_harness.device import resolve_device, use_triton_interpreter_without_gpu
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES, declaring_files
 from sampling_harness.families.loader import load
 from sampling_harness.families.registry import ROLES, default_kernels, entries
 from sampling_harness.options import positive
 from sampling_harness.report.writers import writable
-from sampling_harness.run.plugin import DEFAULT_SEED
-from sampling_harness.run.runner import resolve_device, use_triton_interpreter_without_gpu
-from sampling_harness.run.sanitize import TOOLS, require_tool
+from sampling_harness.run.sanitize import require_tool
 from sampling_harness.scale import distributed, precompile, xdist_gpus
-from sampling_harness.stats.multiple import DEFAULT_FAMILY_ALPHA
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,31 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="run the checks of a family (or all) against kernels")
     check.add_argument("family", help=f"{' | '.join(FAMILIES)} | all")
-    check.add_argument("--kernel", action="append", default=[], metavar="TARGET",
-                       help="registered name, package.module:attr or path/to/file.py:attr")
-    check.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    check.add_argument("--budget", default="quick", choices=BUDGET_NAMES)
-    check.add_argument("--seed", type=int, default=DEFAULT_SEED, help="harness seed")
-    check.add_argument("--report-dir", default=None, help="default: reports/<timestamp>/")
-    check.add_argument("-k", dest="select", default=None, help="pytest -k selection of checks")
-    check.add_argument("--call-timeout", type=positive(float), default=600.0)
-    check.add_argument("--family-alpha", type=positive(float, 1.0),
-                       default=DEFAULT_FAMILY_ALPHA)
-    check.add_argument("--statistical-checks", type=positive(int), default=None, metavar="N",
-                       help="split the false-fail budget as if over N statistical checks "
-                            "(set by reproduce commands; default: count the selected run's)")
-    check.add_argument("--sanitize", default=None, choices=TOOLS,
-                       help="re-run the validity checks under compute-sanitizer (GPU only)")
-    check.add_argument("--gpus", type=positive(int), default=None, metavar="N",
-                       help="spread the checks over N GPUs, one pytest-xdist worker each (on "
-                            "a CPU run: N workers on the CPU); see docs/scale-out.md")
-    check.add_argument("--workers-per-gpu", type=positive(int), default=None, metavar="W",
-                       help="W pytest-xdist workers share each GPU (Triton's compilation and "
-                            "the host's work run in parallel; default for check all on a GPU: "
-                            "half the CPU cores, at most 8); see docs/scale-out.md")
-    check.add_argument("--no-precompile", dest="precompile", action="store_false",
-                       help="on a GPU, do not compile the run's listed Triton variants ahead "
-                            "in parallel (harness/scale/precompile.py)")
+    options.add_to_argparse(check)
     sub.add_parser("list", help="families, kernels and mutants")
     bench = sub.add_parser("bench", help="time kernels of a family (GPU)")
     bench.add_argument("family", choices=tuple(FAMILIES))
@@ -110,7 +84,6 @@ def run_check(args) -> int:
     if args.family == "all" and args.kernel:
         raise HarnessError("check all runs every registered kernel and baseline; name a family "
                            "to check --kernel targets")
-    get_budget(args.budget)
     device = resolve_device(args.device)
     if args.sanitize:
         require_tool(args.sanitize, device)
@@ -137,7 +110,8 @@ def run_check(args) -> int:
     declared = declaring_files()
     pytest_args = [str(declared[family]) for family in families]
     pytest_args += ["-q", "-p", "no:cacheprovider", "-W",
-                    "ignore::pytest.PytestAssertRewriteWarning", *plugin_options(args, report_dir)]
+                    "ignore::pytest.PytestAssertRewriteWarning",
+                    *options.plugin_args({**vars(args), "report_dir": report_dir})]
     if args.select:
         pytest_args += ["-k", args.select]
 
@@ -195,22 +169,6 @@ def _sigterm_stops_the_run():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def plugin_options(args, report_dir: Path) -> list[str]:
-    """The plugin's ``--harness-*`` options for the CLI's short ones (``--kernel`` is
-    ``--harness-kernel``, ...): the CLI keeps its names, the plugin keeps out of the way of
-    other projects' conftest options."""
-    options = ["--harness-budget", args.budget, "--harness-device", args.device,
-               "--harness-seed", str(args.seed), "--harness-report-dir", str(report_dir),
-               "--harness-call-timeout", str(args.call_timeout),
-               "--harness-family-alpha", str(args.family_alpha)]
-    for target in args.kernel:
-        options += ["--harness-kernel", target]
-    for name in ("sanitize", "statistical_checks", "gpus", "workers_per_gpu"):
-        if getattr(args, name):
-            options += [f"--harness-{name.replace('_', '-')}", str(getattr(args, name))]
-    return options
 
 
 def _conclude(code: int, report_dir: Path, select: str | None) -> int:
@@ -280,11 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             return run_list()
         if args.command == "bench":
-            from sampling_harness.bench.command import run_bench
-            return run_bench(args.family, args.kernel, args.device, args.shape,
-                             _report_dir(args.report_dir), args.cuda_graph, args.ids,
-                             args.repeat, args.calls, args.launch, args.ceiling,
-                             args.profile)
+            from sampling_harness.bench.command import BenchOptions, run_bench
+            return run_bench(BenchOptions.from_args(args, _report_dir(args.report_dir)))
         if args.command == "simulate":
             from sampling_harness.commands.simulate import run_simulate
             return run_simulate(args, _report_dir(args.report_dir))

@@ -19,11 +19,12 @@ from pathlib import Path
 
 import torch
 
+from sampling_harness.device import resolve_device
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES, declaring_files
+from sampling_harness.options import plugin_args
 from sampling_harness.report.schema import CHECK_FIELDS, as_float, read_report, report_path
 from sampling_harness.report.writers import writable
-from sampling_harness.run.runner import resolve_device
 from sampling_harness.run.sanitize import TOOLS, require_tool
 
 REL_TOL = 1e-9
@@ -101,16 +102,13 @@ def check_node(verdict: dict) -> str:
 
 def pytest_args(report: dict, verdict: dict, report_dir: Path) -> list[str]:
     """The pytest command line of the recorded run, for this check's kernel only."""
-    args = [check_node(verdict), "-q", "-p", "no:cacheprovider", "--harness-kernel",
-            verdict["target"], "--harness-budget", report["budget"],
-            "--harness-device", torch.device(report["device"]).type,
-            "--harness-seed", str(report["harness_seed"]),
-            "--harness-family-alpha", repr(float(report["family_alpha"])),
-            "--harness-report-dir", str(report_dir)]
-    if report["statistical_checks"] > 0:       # 0: a run of exact checks only, nothing to pin
-        args += ["--harness-statistical-checks", str(report["statistical_checks"])]
-    tool = sanitizer(verdict)
-    return args + (["--harness-sanitize", tool] if tool else [])
+    pinned = report["statistical_checks"]
+    return [check_node(verdict), "-q", "-p", "no:cacheprovider", *plugin_args({
+        "kernel": [verdict["target"]], "budget": report["budget"],
+        "device": torch.device(report["device"]).type, "seed": report["harness_seed"],
+        "family_alpha": float(report["family_alpha"]), "report_dir": report_dir,
+        "statistical_checks": pinned if pinned > 0 else None,   # 0: exact checks only
+        "sanitize": sanitizer(verdict)})]
 
 
 def _show(value) -> str:

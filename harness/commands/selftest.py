@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sampling_harness.budgets import BUDGET_NAMES
+from sampling_harness.device import resolve_device
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES
 from sampling_harness.families.registry import by_role, default_kernels
-from sampling_harness.options import positive
+from sampling_harness.options import add_to_argparse, cli_args, positive
 from sampling_harness.report.schema import read_report
 from sampling_harness.report.writers import atomic_write, writable
-from sampling_harness.run.runner import resolve_device
 
 CLEAN_BUDGET = {"cpu": "smoke", "cuda": "quick"}   # every edge case of every validity check
 RUN_TIMEOUT = 1800.0
@@ -44,15 +44,15 @@ GOOD = ("pass", "caught", "skipped")
 
 def add_arguments(parser) -> None:
     parser.add_argument("family", help=f"{' | '.join(FAMILIES)} | all")
-    parser.add_argument("--device", default="auto", choices=("auto", *DEVICES))
-    parser.add_argument("--budget", default=None, choices=BUDGET_NAMES,
-                        help="clean kernels: default smoke on a CPU, quick on a GPU; mutants: "
-                             "each at its own budget (the higher of the two if given)")
-    parser.add_argument("--kernel", action="append", default=[], metavar="MUTANT",
-                        help="run only these mutants (repeatable; no clean run)")
+    add_to_argparse(parser, ("device", "budget", "kernel"), budget={
+        "default": None, "help": "clean kernels: default smoke on a CPU, quick on a GPU; "
+                                 "mutants: each at its own budget (the higher of the two if "
+                                 "given)"},
+        kernel={"metavar": "MUTANT", "help": "run only these mutants (repeatable; no clean "
+                                             "run)"})
     parser.add_argument("--run-timeout", type=positive(float), default=RUN_TIMEOUT,
                         metavar="S", help="seconds one child run may take (an error after)")
-    parser.add_argument("--report-dir", default=None, help="default: reports/<timestamp>/")
+    add_to_argparse(parser, ("report_dir",))
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,8 @@ def _families(target: str) -> list[str]:
 def clean_case(target: str, device: str, budget: str | None = None) -> Case:
     """The one run of every registered kernel and baseline of ``target`` (a family or all)."""
     budget = budget or CLEAN_BUDGET[device]
-    return Case(target, "", budget, ("check", target, "--device", device, "--budget", budget))
+    return Case(target, "", budget, ("check", target,
+                                     *cli_args({"device": device, "budget": budget})))
 
 
 def mutant_case(family: str, name: str, meta: dict, device: str,
@@ -116,12 +117,9 @@ def mutant_case(family: str, name: str, meta: dict, device: str,
         skip = f"its bug shows on {', '.join(devices)} only: {meta.get('bug', '')[:80]}"
     elif not catching:
         skip = f"caught by GPU-only checks only ({', '.join(meta['caught_by'])})"
-    args = ["check", family, "--kernel", name, "--device", device, "--budget", budget,
-            "-k", selection(catching)]
-    if tool:
-        args += ["--sanitize", tool]
-    if meta.get("call_timeout"):
-        args += ["--call-timeout", str(meta["call_timeout"])]
+    args = ["check", family, *cli_args({
+        "kernel": [name], "device": device, "budget": budget, "select": selection(catching),
+        "sanitize": tool or None, "call_timeout": meta.get("call_timeout") or None})]
     expected = {check + (f"_{tool}" if tool else ""): "fail" for check in catching}
     return Case(family, name, budget, tuple(args), expected, skip)
 

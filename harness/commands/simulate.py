@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
+from sampling_harness.device import resolve_device
 from sampling_harness.engine import DEFAULT_PARTS, Engine, EngineConfig, Request, parts, toy_models
 from sampling_harness.engine.metrics import tme_and_bound
 from sampling_harness.report.writers import atomic_write
-from sampling_harness.run.runner import resolve_device
 
 
 def add_arguments(sim) -> None:

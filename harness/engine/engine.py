@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from sampling_harness.engine.toy import ToyModel
-from sampling_harness.run.runner import derive_seed
+from sampling_harness.seeds import derive_seed
 
 GARBAGE = 30.0   # past max_model_len a row holds stale values of this magnitude
 

@@ -33,6 +33,7 @@ import math
 
 import numpy as np
 
+from sampling_harness.stats.binomial import clopper_pearson
 from sampling_harness.stats.chisquare import pooled_counts
 
 CAP = 320            # entries per array in plot data
@@ -88,17 +89,6 @@ def counts_plot(title: str, counts, probs, labels, p_value: float, statistic: fl
             "impossible": int(counts[probs <= 0].sum()), "p_value": _num(p_value),
             "statistic": None if statistic is None else _num(statistic), "df": df,
             "worst": worst}
-
-
-def clopper_pearson(wins: int, rows: int, level: float = 0.95) -> tuple[float, float]:
-    """The exact two-sided binomial interval of the frequency ``wins / rows``."""
-    from scipy import stats
-    if rows <= 0:
-        return 0.0, 1.0
-    tail = (1.0 - level) / 2.0
-    low = stats.beta.ppf(tail, wins, rows - wins + 1) if wins > 0 else 0.0
-    high = stats.beta.isf(tail, wins + 1, rows - wins) if wins < rows else 1.0
-    return float(low), float(high)
 
 
 def tail_plot(scales: list[dict], title: str = "rare mass per scale") -> dict:

@@ -12,7 +12,6 @@ batches, the same verdict). The pytest plugin (``sampling_harness.run.plugin``) 
 
 from __future__ import annotations
 
-import shlex
 import sys
 import time
 
@@ -24,12 +23,13 @@ from sampling_harness.errors import KernelFailure
 from sampling_harness.families import FAMILIES, declaring_files
 from sampling_harness.families.loader import Kernel
 from sampling_harness.families.registry import expectation
+from sampling_harness.options import plugin_args, reproduce_command
 from sampling_harness.run.progress import CheckProgress
-from sampling_harness.run.runner import Runner, after_freeing, derive_seed, seed_stream
+from sampling_harness.run.runner import Runner, after_freeing
 from sampling_harness.run.sanitize import run_under_tool
 from sampling_harness.run.session import HarnessSession
 from sampling_harness.scale import distributed, xdist_gpus
-from sampling_harness.stats.multiple import DEFAULT_FAMILY_ALPHA
+from sampling_harness.seeds import derive_seed, seed_stream
 from sampling_harness.verdict import Outcome, Verdict
 
 CHECK_OOM_WAITS = (5.0, 15.0, 30.0)   # seconds before each re-run of a check whose harness
@@ -82,26 +82,21 @@ class CheckContext:
         """The command that re-runs this check alone with the same bits and alpha (under
         torchrun: with as many ranks, on any number of nodes)."""
         s = self.state
-        launcher = ["sampling-harness"] if self.shard.world == 1 else [   # the same W ranks
-            "torchrun", "--nproc-per-node", str(self.shard.world), "-m", "sampling_harness"]
-        args = [*launcher, "check", self.kernel.family, "--kernel", self.kernel.target,
-                "--device", self.device.type, "--budget", s.budget,
-                "--seed", str(s.harness_seed)]
-        if s.statistical_checks:    # the alpha split of this run, whatever -k selects
-            args += ["--statistical-checks", str(s.statistical_checks)]
-        args += ["-k", f"test_{self.check_name}"]
-        if s.family_alpha != DEFAULT_FAMILY_ALPHA:
-            args += ["--family-alpha", repr(s.family_alpha)]
-        return shlex.join(args + (["--sanitize", self.sanitize] if self.sanitize else []))
+        return reproduce_command(
+            family=self.kernel.family, target=self.kernel.target, device=self.device.type,
+            budget=s.budget, seed=s.harness_seed, check=self.check_name,
+            statistical_checks=s.statistical_checks, family_alpha=s.family_alpha,
+            sanitize=self.sanitize, world=self.shard.world)
 
     def sanitized(self) -> Outcome:
         """This check of this kernel, re-run in a child process under compute-sanitizer, at
         the smoke budget whatever the run's (every edge case, few draws: the tool slows
         each memory access by orders of magnitude)."""
         args = [str(declaring_files()[self.family.name]), "-q",
-                "-p", "no:cacheprovider", "-k", f"test_{self.check_name}",
-                "--harness-kernel", self.kernel.target, "--harness-device", "cuda",
-                "--harness-budget=smoke", *self.state.call_args]
+                "-p", "no:cacheprovider", "-k", f"test_{self.check_name}", *plugin_args({
+                    "kernel": [self.kernel.target], "device": "cuda", "budget": "smoke",
+                    "seed": self.state.harness_seed, "call_timeout": self.state.call_timeout,
+                    "family_alpha": self.state.family_alpha})]
         directory = (self.state.report_dir / "sanitize" /
                      f"{self.kernel.family}-{self.kernel.name}-{self.check_name}")
         return run_under_tool(self.sanitize, args, directory)

@@ -37,51 +37,23 @@ from pathlib import Path
 
 import pytest
 
-from sampling_harness.budgets import BUDGET_NAMES
+from sampling_harness.device import resolve_device, use_triton_interpreter_without_gpu
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES, GROUP, declaring_files
+from sampling_harness.options import DEFAULTS, add_to_pytest
 from sampling_harness.report.writers import append_step_summary
 from sampling_harness.run.check_context import CheckContext
-from sampling_harness.run.runner import resolve_device, use_triton_interpreter_without_gpu
-from sampling_harness.run.sanitize import TOOLS, require_tool
+from sampling_harness.run.sanitize import require_tool
 from sampling_harness.run.session import HarnessSession, finished
 from sampling_harness.scale import distributed, durations, precompile, schedule, xdist_gpus
-from sampling_harness.stats.multiple import DEFAULT_FAMILY_ALPHA
 
 SESSION = pytest.StashKey["HarnessSession"]()
-DEFAULT_SEED = 20261122
-# every option's destination and default: a value other than its default selects the harness
-DEFAULTS = {"harness_kernel": [], "harness_device": "auto", "harness_budget": "quick",
-            "harness_seed": DEFAULT_SEED, "harness_report_dir": None,
-            "harness_call_timeout": 600.0, "harness_family_alpha": DEFAULT_FAMILY_ALPHA,
-            "harness_statistical_checks": None, "harness_sanitize": None, "harness_gpus": None,
-            "harness_workers_per_gpu": None}
 
 
 def pytest_addoption(parser):
-    group = parser.getgroup("sampling-harness", "sampling-harness (its checks only)")
-    add = group.addoption
-    add("--harness-kernel", action="append", default=[], metavar="TARGET",
-        help="kernel under test: registered name, pkg.module:attr or file.py:attr "
-             "(repeatable; default: every registered clean kernel of the family)")
-    add("--harness-device", default="auto", choices=("auto", "cpu", "cuda"))
-    add("--harness-budget", default="quick", help=" | ".join(BUDGET_NAMES))
-    add("--harness-seed", type=int, default=DEFAULT_SEED)
-    add("--harness-report-dir", default=None, help="default: reports/<timestamp>/")
-    add("--harness-call-timeout", type=float, default=600.0,
-        help="seconds one kernel call may take before it counts as hung")
-    add("--harness-family-alpha", type=float, default=DEFAULT_FAMILY_ALPHA,
-        help="false-fail budget of the whole run, split across its checks")
-    add("--harness-statistical-checks", type=int, default=None, metavar="N",
-        help="split the false-fail budget as if the run had N statistical checks "
-             "(reproducing one check of a larger run; default: count them)")
-    add("--harness-sanitize", default=None, choices=TOOLS,
-        help="re-run each family's validity checks under compute-sanitizer (GPU only)")
-    add("--harness-gpus", type=int, default=None, metavar="N",
-        help="spread the checks over N pytest-xdist workers, one GPU each (on a CPU run, "
-             "N workers on the CPU); see docs/scale-out.md")
-    add("--harness-workers-per-gpu", type=int, default=None, metavar="W",
-        help="W pytest-xdist workers share each GPU; see docs/scale-out.md")
+    """The ``--harness-*`` options, from the one table of run options
+    (``sampling_harness.options``)."""
+    add_to_pytest(parser.getgroup("sampling-harness", "sampling-harness (its checks only)"))
 
 
 def harness_environment(env=None):
@@ -297,12 +269,15 @@ def pytest_report_teststatus(report, config):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Final write: ``complete`` is false when the run was interrupted or broke down."""
+    """Final write: ``complete`` is false when the run was interrupted or broke down (a
+    ``--collect-only`` run writes nothing)."""
     state = _state(session.config)
-    if state is not None and state.writes and (state.verdicts or state.checks):
+    if state is None or session.config.option.collectonly:
+        return
+    if state.writes and (state.verdicts or state.checks):
         state.write(complete=finished(exitstatus))
         append_step_summary(state.report_dir / "summary.md")
-    if state is not None and state.writes and not state.sanitize:   # the next run's order
+    if state.writes and not state.sanitize:   # the next run's order
         durations.remember(state.device.type, state.budget,
                            {nodeid: verdict.duration for nodeid, verdict in state.verdicts})
 

@@ -18,16 +18,14 @@ and large pools both), and demands identical outputs: an unwritten slot differs 
 
 from __future__ import annotations
 
-import hashlib
-import os
 import threading
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
-from sampling_harness.errors import HarnessError, KernelFailure
+from sampling_harness.device import resolve_device  # noqa: F401 (harness/bench imports it here)
+from sampling_harness.errors import KernelFailure
 from sampling_harness.families import FAMILIES, Family
 from sampling_harness.families.loader import Kernel
 from sampling_harness.run.guard import check_guards, guarded_copy
@@ -40,37 +38,6 @@ CUDA_SMALL_POISON = 1 << 20        # small-pool blocks of the largest small size
 CUDA_FILL_ROUNDS = 64              # rounds of filling the caching allocator's free blocks
 SHARED_OOM_WAITS = (1.0, 2.0, 4.0, 8.0, 16.0)   # seconds before each retry of a call that ran
 # out of memory on a GPU that other workers share (they release theirs after each check)
-
-
-def derive_seed(*parts: object) -> int:
-    """A 31-bit seed that is a pure function of ``parts`` (stable across runs and machines)."""
-    digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") & 0x7FFFFFFF
-
-
-def seed_stream(seed: int):
-    """Independent-looking 31-bit call seeds, reproducible from one check seed."""
-    rng = np.random.default_rng(seed)
-    while True:
-        yield int(rng.integers(0, 2**31 - 1))
-
-
-def use_triton_interpreter_without_gpu(env: dict | None = None) -> None:
-    """Triton kernels run on a CPU only through its interpreter, which must be chosen before
-    triton is first imported: choose it in ``env`` (default: this process's environment)
-    when torch sees no GPU (an explicit setting wins). Called by the harness's own processes
-    only (its CLI, and a pytest run once it selects harness checks:
-    ``sampling_harness.run.plugin``)."""
-    if not torch.cuda.is_available():
-        (os.environ if env is None else env).setdefault("TRITON_INTERPRET", "1")
-
-
-def resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise HarnessError("--device cuda asked for, but torch sees no CUDA device")
-    return torch.device(device)
 
 
 def _poison_free_cuda_blocks(device: torch.device, byte: int) -> None:

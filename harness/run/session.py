@@ -10,13 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from sampling_harness.budgets import get_budget
+from sampling_harness.device import resolve_device
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES
 from sampling_harness.families.loader import Kernel, load
 from sampling_harness.families.registry import default_kernels
 from sampling_harness.report.writers import writable, write_all
-from sampling_harness.run.runner import resolve_device
 from sampling_harness.run.terminal import one_line, summary_lines
 from sampling_harness.scale import distributed, xdist_gpus
 from sampling_harness.stats.multiple import bonferroni
@@ -38,7 +37,6 @@ class HarnessSession:
         self.workers = len(opt("tx", None) or ()) if self.controller else None
         try:
             self.device = resolve_device(opt("harness_device"))
-            self.budget = get_budget(opt("harness_budget"))
             launch = distributed.launch_env()
             self.shard = distributed.SINGLE
             self.owns_group = False
@@ -55,17 +53,13 @@ class HarnessSession:
         except HarnessError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.writes = not self.worker and self.shard.rank == 0
+        self.budget: str = opt("harness_budget")      # every value checked by its parser
         self.targets: list[str] = opt("harness_kernel")
         self.harness_seed: int = opt("harness_seed")
         self.call_timeout: float = opt("harness_call_timeout")
         self.family_alpha: float = opt("harness_family_alpha")
         self.sanitize: str | None = opt("harness_sanitize")
         self.pinned_checks: int | None = opt("harness_statistical_checks")
-        if self.pinned_checks is not None and self.pinned_checks < 1:
-            raise pytest.UsageError(f"--harness-statistical-checks must be >= 1, got "
-                                    f"{self.pinned_checks}")
-        self.call_args = [f"--{name.replace('_', '-')}={opt(name)}" for name in
-                          ("harness_seed", "harness_call_timeout", "harness_family_alpha")]
         self.report_dir = Path(opt("harness_report_dir") or distributed.agree(
             Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S"), self.shard))
         try:
@@ -176,7 +170,8 @@ class HarnessSession:
     def pytest_terminal_summary(self, terminalreporter, exitstatus) -> None:
         """(A hook.) The compact end of the run (``sampling_harness.run.terminal``), written by the
         process that writes the reports; the full table is in summary.md."""
-        if not self.writes or not (self.verdicts or self.checks):
+        if not self.writes or not (self.verdicts or self.checks) \
+                or terminalreporter.config.option.collectonly:
             return
         meta = self.meta(finished(exitstatus))
         terminalreporter.ensure_newline()

@@ -43,7 +43,7 @@ from datetime import timedelta
 import torch
 
 from sampling_harness.errors import HarnessError, KernelFailure
-from sampling_harness.run.runner import derive_seed
+from sampling_harness.seeds import derive_seed
 
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")

@@ -27,6 +27,20 @@ def upper_p(k: int, n: int, p: float) -> float:
     return float(stats.binom.sf(k - 1, n, p))
 
 
+def clopper_pearson(wins: int, rows: int, level: float = 0.95) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) two-sided interval of a binomial rate from ``wins`` events
+    in ``rows`` trials: ``[B(a/2; k, n - k + 1), B(1 - a/2; k + 1, n - k)]``, ``B(q; a, b)``
+    the q-quantile of Beta(a, b) and ``a = 1 - level`` (the lower end 0 at ``k = 0``, the
+    upper 1 at ``k = n``; ``(0, 1)`` with no trials). It covers the true rate with
+    probability >= ``level`` whatever the rate (each end misses with probability <= a/2)."""
+    if rows <= 0:
+        return 0.0, 1.0
+    tail = (1.0 - level) / 2.0
+    low = stats.beta.ppf(tail, wins, rows - wins + 1) if wins > 0 else 0.0
+    high = stats.beta.isf(tail, wins + 1, rows - wins) if wins < rows else 1.0
+    return float(low), float(high)
+
+
 def rejection_bounds(n: int, p: float, alpha: float) -> tuple[int, int]:
     """The equal-tailed region at level ``alpha``: reject when ``k <= lo`` or ``k >= hi``."""
     lo = int(stats.binom.ppf(alpha / 2.0, n, p)) - 1

@@ -39,9 +39,10 @@ specialised: what Triton compiles depends on the logits' dtype, the bucket, the 
 whether the row stride is a multiple of 16 (its loads' width), so a check's many generated
 shapes share a handful of kernels (each costs seconds to compile).
 
-Launch settings are a ``Launch`` argument (``launch_for`` gives the defaults): on a GPU one
-row a program, BLOCK 512, one warp (the block max a warp reduction, no barrier), the row
-split for 6 programs per SM, the loops pipelined by Triton over 4 blocks (measured on an
+Launch settings are keyword arguments of ``logprobs_triton`` (of ``logprobs_launch``, a
+``Launch``; ``launch_for`` gives the defaults): on a GPU one row a program, BLOCK 512, one
+warp (the block max a warp reduction, no barrier), the row split for 6 programs per SM, the
+loops pipelined by Triton over 4 blocks (measured on an
 H100 at 256x151936x21, `bench logprobs`: 0.073 ms with top ids, 72 % of the read floor;
 0.088 ms with random ids; the unpruned loop at its best, 8 warps, BLOCK 1024: 0.109 ms); on a
 CPU (the Triton interpreter, which pays per program and per loop trip) large blocks, many
@@ -290,6 +291,8 @@ class Launch:
     # never prune; a large number: always)
 
 
+# logprobs_triton's keyword launch settings default to these (bound at import: patching
+# them changes nothing)
 GPU = Launch(block=512, warps=1, stages=4)      # swept on an H100 (module docstring)
 GPU_PROGRAMS_PER_SM = 6
 CPU_BLOCK, CPU_TILE = 4096, 2**20    # CPU: columns a block at most; entries (rows x KP x block)
@@ -300,17 +303,20 @@ def id_groups(slots: int) -> tuple[int, int, int]:
     return (max(16, next_power_of_2(max(slots - 5, 1))), *SMALLEST_GROUPS)
 
 
-def launch_for(batch: int, vocab: int, slots: int, device: torch.device) -> Launch:
-    """The default launch: GPU, one row a program, GPU_PROGRAMS_PER_SM programs per SM; CPU
-    (the interpreter pays per program and per loop trip), blocks of up to CPU_BLOCK columns,
-    as many rows a program as CPU_TILE holds, one program a row."""
+def launch_for(batch: int, vocab: int, slots: int, device: torch.device, gpu: Launch = GPU,
+               programs_per_sm: int = GPU_PROGRAMS_PER_SM) -> Launch:
+    """The launch of ``logprobs_triton``: GPU, ``gpu`` (one row a program) with the row split
+    for ``programs_per_sm`` programs per SM; CPU (the interpreter pays per program and per
+    loop trip), blocks of up to CPU_BLOCK columns, as many rows a program as CPU_TILE holds,
+    one program a row, ``gpu``'s prune limit."""
     if device.type == "cuda":
-        wanted = cdiv(GPU_PROGRAMS_PER_SM * multiprocessors(device), batch)
-        return replace(GPU, splits=wanted)
+        wanted = cdiv(programs_per_sm * multiprocessors(device), batch)
+        return replace(gpu, splits=wanted)
     block = max(4, min(CPU_BLOCK, next_power_of_2(vocab)))
     tile = next_power_of_2(sum(id_groups(slots))) * block
     return Launch(block=block, warps=4, rows=max(1, min(next_power_of_2(batch),
-                                                        CPU_TILE // tile)))
+                                                        CPU_TILE // tile)),
+                  prune_limit=gpu.prune_limit)
 
 
 def split_columns(vocab: int, block: int, wanted: int) -> tuple[int, int]:
@@ -332,8 +338,11 @@ def row_cutoffs(logits: torch.Tensor, temperature, top_k, top_p):
 
 def logprobs_launch(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
                     temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,
-                    launch: Launch | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """``logprobs_triton`` under ``launch`` (None: ``launch_for``'s)."""
+                    launch: Launch | None = None, gpu: Launch = GPU,
+                    programs_per_sm: int = GPU_PROGRAMS_PER_SM
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``logprobs_triton`` under ``launch`` (None: ``launch_for``'s with ``gpu`` and
+    ``programs_per_sm``)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
     logits = logits.contiguous()
@@ -344,7 +353,7 @@ def logprobs_launch(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
     ranks = torch.empty((batch, slots), dtype=torch.int64, device=device)
     if batch == 0 or slots == 0:
         return values, ranks
-    launch = launch or launch_for(batch, vocab, slots, device)
+    launch = launch or launch_for(batch, vocab, slots, device, gpu, programs_per_sm)
     logprobs, processed = mode.endswith("logprobs"), mode.startswith("processed")
     cutoff, t = row_cutoffs(logits, temperature, top_k, top_p) if processed else (values,) * 2
     g1, g2, g3 = id_groups(slots)
@@ -368,8 +377,16 @@ def logprobs_launch(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
 
 
 def logprobs_triton(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
-                    temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor
+                    temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor, *,
+                    block: int = GPU.block, warps: int = GPU.warps, stages: int = GPU.stages,
+                    programs_per_sm: int = GPU_PROGRAMS_PER_SM,
+                    prune_limit: int | None = GPU.prune_limit
                     ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Family ``logprobs``: (values float32 [B, K], -inf at padding; ranks int64 [B, K])."""
-    return logprobs_launch(logits, token_ids, mode, temperature, top_k, top_p)
+    """Family ``logprobs``: (values float32 [B, K], -inf at padding; ranks int64 [B, K]).
+    Launch settings (keywords, ``bench --launch``): on a GPU the ``block`` width, ``warps``,
+    the loops' ``stages`` and ``programs_per_sm`` (the split; the interpreter takes its own
+    blocks); on both the ``prune_limit`` (``Launch``)."""
+    gpu = Launch(block=block, warps=warps, stages=stages, prune_limit=prune_limit)
+    return logprobs_launch(logits, token_ids, mode, temperature, top_k, top_p, gpu=gpu,
+                           programs_per_sm=programs_per_sm)
 

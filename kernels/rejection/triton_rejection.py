@@ -49,6 +49,8 @@ from sampling_harness.kernels.triton_seeds import philox_key, seed_argument
 
 ACCEPT_BIT = tl.constexpr(1 << 60)   # acceptance words: counters b 2^20 + i with bit 60 set
 POSITION_BITS = 20                   # positions per request in the acceptance counters
+# rejection_exact's keyword launch settings default to these (bound at import: patching them
+# changes nothing):
 GPU_WARPS = 4                        # one request per program: 16-byte loads of 512-column quarters
 GPU_TILE = 2048                      # columns (4 Q per request) per program on a GPU
 GPU_POSITIONS = 8                    # positions (K + 1) a GPU program holds per request, at least
@@ -207,24 +209,24 @@ def _accept_bits_kernel(words_ptr, seed, K, W: tl.constexpr):
     tl.store(words_ptr + at + 1, lo.to(tl.int64), mask=positions < K)
 
 
-def _launch_shape(batch: int, vocab: int, device: torch.device):
+def _launch_shape(batch: int, vocab: int, device: torch.device, tile: int, warps: int):
     """(BLOCK_B, num_warps): as many requests per program as fill a tile of 4 Q columns each.
     CPU: 2^17-token tiles, so a call is a few programs (at most the batch: the interpreter
-    pays for masked requests). GPU: 2^11-token tiles, so LLM vocabularies (Q = 512) get one
-    request per program, GPU_WARPS warps streaming its rows, and small ones (the
-    acceptance-tail requests, V = 2) many requests per program; the tile, not the batch,
-    sets BLOCK_B, so the batch sizes of a run share one compiled kernel per (V's Q, K's W).
-    K, V and the chunk count are not specialised either."""
-    width = max(1, (CPU_TILE if device.type != "cuda" else GPU_TILE) // (4 * quarter_width(vocab)))
+    pays for masked requests). GPU: ``tile``-token tiles (2^11 by default), so LLM
+    vocabularies (Q = 512) get one request per program, ``warps`` warps streaming its rows,
+    and small ones (the acceptance-tail requests, V = 2) many requests per program; the
+    tile, not the batch, sets BLOCK_B, so the batch sizes of a run share one compiled kernel
+    per (V's Q, K's W). K, V and the chunk count are not specialised either."""
+    width = max(1, (CPU_TILE if device.type != "cuda" else tile) // (4 * quarter_width(vocab)))
     if device.type != "cuda":
         return min(next_power_of_2(batch), width), 4
-    return width, GPU_WARPS
+    return width, warps
 
 
-def positions_width(width: int, device: torch.device) -> int:
+def positions_width(width: int, device: torch.device, positions: int) -> int:
     """W: the positions a program holds per request, K + 1 rounded up to a power of two; on
-    a GPU at least GPU_POSITIONS, so every K < GPU_POSITIONS shares a compiled kernel."""
-    least = GPU_POSITIONS if device.type == "cuda" else 1
+    a GPU at least ``positions``, so every K < ``positions`` shares a compiled kernel."""
+    least = positions if device.type == "cuda" else 1
     return max(least, next_power_of_2(width + 1))
 
 
@@ -258,9 +260,12 @@ def _check(draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_t
 @per_request_seeds
 def rejection_exact(draft_token_ids: torch.Tensor, num_draft_tokens, draft_probs,
                     target_probs: torch.Tensor, bonus_token_ids: torch.Tensor,
-                    greedy: torch.Tensor, seed) -> torch.Tensor:
+                    greedy: torch.Tensor, seed, *, warps: int = GPU_WARPS,
+                    tile: int = GPU_TILE, positions: int = GPU_POSITIONS) -> torch.Tensor:
     """Family ``rejection``: int64 [B, K + 1], K = max(num_draft_tokens, default 0).
-    ``seed``: an int, or int64 [B] per-request seeds."""
+    ``seed``: an int, or int64 [B] per-request seeds. Launch settings (keywords, ``bench
+    --launch``; on a GPU, the interpreter takes its own tiles): ``warps``, the ``tile`` of
+    columns a program holds and the least ``positions`` it holds per request."""
     counts = _check(draft_token_ids, num_draft_tokens, draft_probs, target_probs,
                     bonus_token_ids, greedy)
     batch, width = counts.size, int(counts.max(initial=0))
@@ -274,12 +279,12 @@ def rejection_exact(draft_token_ids: torch.Tensor, num_draft_tokens, draft_probs
     target = target_probs.contiguous()
     draft = target if draft_probs is None else draft_probs.contiguous()
     q = quarter_width(vocab)
-    block_b, warps = _launch_shape(batch, vocab, device)
+    block_b, warps = _launch_shape(batch, vocab, device, tile, warps)
     _rejection_kernel[(cdiv(batch, block_b),)](
         out, draft_token_ids.contiguous(), layout[0], layout[1], draft, target,
         bonus_token_ids.contiguous(), greedy.contiguous(), seed, batch, width, vocab,
         target.stride(0), cdiv(vocab, 4 * q), int(draft_probs is not None),
-        BLOCK_B=block_b, W=positions_width(width, device), Q=q, num_warps=warps)
+        BLOCK_B=block_b, W=positions_width(width, device, positions), Q=q, num_warps=warps)
     return out
 
 

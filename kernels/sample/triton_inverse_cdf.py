@@ -36,7 +36,9 @@ from sampling_harness.kernels.split_scratch import (
 )
 from sampling_harness.kernels.triton_seeds import philox_key, seed_argument
 
-GPU_WARPS, GPU_PROGRAMS_PER_SM, GPU_STAGES = 4, 1, 3   # launch knobs (swept on a GPU)
+# inverse_cdf's keyword launch settings default to these (bound at import: patching them
+# changes nothing), swept on a GPU:
+GPU_WARPS, GPU_PROGRAMS_PER_SM, GPU_STAGES = 4, 1, 3
 GPU_CHUNK = 0    # chunk width override for sweeps (0: chunk_width(V))
 # None of these changes the law. Warps, rows per program and W order the float64 sums
 # differently, which may move a draw only where u T lies within rounding (~2^-53 T) of a
@@ -125,33 +127,40 @@ def _uniform_kernel(out_ptr, seed, B, BLOCK: tl.constexpr):
     tl.store(out_ptr + rows, row_uniform(seed, rows), mask=rows < B)
 
 
-def chunk_width(vocab: int) -> int:
-    """W: a function of V alone (with GPU_CHUNK unset), 2048 for LLM vocabularies."""
-    return GPU_CHUNK or min(2048, next_power_of_2(max(1, vocab)))
+def chunk_width(vocab: int, chunk: int = 0) -> int:
+    """W: ``chunk`` (a power of two) if given, else a function of V alone, 2048 for LLM
+    vocabularies."""
+    return chunk or min(2048, next_power_of_2(max(1, vocab)))
 
 
-def _launch_shape(batch: int, vocab: int, device: torch.device):
-    """(BLOCK_R, splits, num_warps). Interpreter: 2^17-element tiles (it pays per program
-    and per loop trip). GPU: one row per program, rows split into runs of chunks until
-    there are GPU_PROGRAMS_PER_SM programs per SM."""
-    w = chunk_width(vocab)
+def _launch_shape(batch: int, vocab: int, device: torch.device, w: int,
+                  programs_per_sm: int, warps: int):
+    """(BLOCK_R, splits, num_warps) for chunks of ``w`` columns. Interpreter: 2^17-element
+    tiles (it pays per program and per loop trip). GPU: one row per program, rows split
+    into runs of chunks until there are ``programs_per_sm`` programs per SM."""
     if device.type != "cuda":
         return min(next_power_of_2(batch), max(1, 2**17 // w)), 1, 4
-    wanted = cdiv(GPU_PROGRAMS_PER_SM * multiprocessors(device), batch)
-    return 1, min(cdiv(vocab, w), max(1, wanted)), GPU_WARPS
+    wanted = cdiv(programs_per_sm * multiprocessors(device), batch)
+    return 1, min(cdiv(vocab, w), max(1, wanted)), warps
 
 
 @per_request_seeds
-def inverse_cdf(probs: torch.Tensor, seed) -> torch.Tensor:
+def inverse_cdf(probs: torch.Tensor, seed, *, chunk: int = GPU_CHUNK, warps: int = GPU_WARPS,
+                programs_per_sm: int = GPU_PROGRAMS_PER_SM,
+                stages: int = GPU_STAGES) -> torch.Tensor:
     """Family ``sample``: one token id per row of ``probs`` (float32 [B, V]), as int64;
     ``seed`` an int or int64 [B] per-request seeds. One kernel launch, no host
-    synchronisation: capturable in a CUDA graph."""
+    synchronisation: capturable in a CUDA graph.
+    Launch settings (keywords, ``bench --launch``): on a GPU ``warps`` and
+    ``programs_per_sm`` (the split; the interpreter takes its own tiles); on both the
+    ``chunk`` width W (0: V's own) and the sum loop's ``stages``."""
     probs = float32_rows(probs)
     batch, vocab = probs.shape
     seed = seed_argument(seed, batch, probs.device)
-    w = chunk_width(vocab)
+    w = chunk_width(vocab, chunk)
     chunks = cdiv(vocab, w)
-    block_r, splits, warps = _launch_shape(batch, vocab, probs.device)
+    block_r, splits, warps = _launch_shape(batch, vocab, probs.device, w, programs_per_sm,
+                                           warps)
     per_split = cdiv(chunks, splits)
     splits = cdiv(chunks, per_split)
     row_blocks = cdiv(batch, block_r)
@@ -165,7 +174,7 @@ def inverse_cdf(probs: torch.Tensor, seed) -> torch.Tensor:
     _inverse_cdf_kernel[(row_blocks, splits)](
         probs, ids, sums, tickets, seed, batch, vocab, probs.stride(0), chunks, per_split,
         splits, BLOCK_R=block_r, W=w, NC=next_power_of_2(chunks), SPLIT=splits > 1,
-        STAGES=GPU_STAGES, num_warps=warps)
+        STAGES=stages, num_warps=warps)
     return ids
 
 

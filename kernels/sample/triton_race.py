@@ -39,9 +39,12 @@ from sampling_harness.kernels.triton_seeds import philox_key, seed_argument
 REFINE_BELOW = tl.constexpr(4096)      # main words within 2^12 of either end get 32 more bits
 REFINE_BIT = tl.constexpr(1 << 62)     # refinement words: token counters with bit 62 set
 CHUNK_BIT = tl.constexpr(1 << 61)      # chunk variates: chunk counters with bit 61 set
-GPU_WARPS, GPU_PROGRAMS_PER_SM = 4, 1   # swept on an H100 (docs/performance.md): with one
-GPU_STAGES, GPU_UNROLL = 5, 1           # program per SM-share, 256 rows are not split; 5
-# stages: 1-3 % faster than 4 at the three bench shapes, the coupled test exact (2026-11-23)
+# race_exact's keyword launch settings default to these (bound at import: patching them
+# changes nothing). Swept on an H100 (docs/performance.md): with one program per SM-share,
+# 256 rows are not split; 5 stages: 1-3 % faster than 4 at the three bench shapes, the
+# coupled test exact (2026-11-23)
+GPU_WARPS, GPU_PROGRAMS_PER_SM = 4, 1
+GPU_STAGES, GPU_UNROLL = 5, 1
 GPU_ROWS = 1                            # rows per program
 GPU_LATE_NOISE = False                  # level-1 variates drawn after the loop, one vector
 MIN_QUARTER = 16                        # Q's floor (quarter_width)
@@ -268,17 +271,18 @@ def quarter_width(vocab: int) -> int:
     return min(512, max(MIN_QUARTER, next_power_of_2(-(-vocab // 4))))
 
 
-def _launch_shape(batch: int, vocab: int, device: torch.device):
+def _launch_shape(batch: int, vocab: int, device: torch.device, rows: int,
+                  programs_per_sm: int, warps: int):
     """(BLOCK_R, splits, num_warps). Interpreter: 2^17-token tiles (it pays per program and
-    per loop trip). GPU: GPU_ROWS rows per program, rows split into runs of chunks until
-    there are GPU_PROGRAMS_PER_SM programs per SM."""
+    per loop trip). GPU: ``rows`` rows per program, rows split into runs of chunks until
+    there are ``programs_per_sm`` programs per SM."""
     q = quarter_width(vocab)
     if device.type != "cuda":
         return min(next_power_of_2(batch), max(1, 2**17 // (4 * q))), 1, 4
     chunks = cdiv(vocab, 4 * q)
-    rows = min(GPU_ROWS, next_power_of_2(batch))
-    wanted = cdiv(GPU_PROGRAMS_PER_SM * multiprocessors(device), cdiv(batch, rows))
-    return rows, min(chunks, max(1, wanted)), GPU_WARPS
+    rows = min(rows, next_power_of_2(batch))
+    wanted = cdiv(programs_per_sm * multiprocessors(device), cdiv(batch, rows))
+    return rows, min(chunks, max(1, wanted)), warps
 
 
 def float32_rows(probs: torch.Tensor) -> torch.Tensor:
@@ -289,16 +293,24 @@ def float32_rows(probs: torch.Tensor) -> torch.Tensor:
 
 
 @per_request_seeds
-def race_exact(probs: torch.Tensor, seed) -> torch.Tensor:
+def race_exact(probs: torch.Tensor, seed, *, warps: int = GPU_WARPS,
+               programs_per_sm: int = GPU_PROGRAMS_PER_SM, stages: int = GPU_STAGES,
+               unroll: int = GPU_UNROLL, rows: int = GPU_ROWS,
+               late_noise: bool = GPU_LATE_NOISE) -> torch.Tensor:
     """Family ``sample``: one token id per row of ``probs`` (float32 [B, V]), as int64.
     ``seed``: an int, or int64 [B] per-request seeds (kernels/triton_seeds.py). One kernel
-    launch, no host synchronisation: capturable in a CUDA graph."""
+    launch, no host synchronisation: capturable in a CUDA graph.
+    Launch settings (keywords, ``bench --launch``): on a GPU ``rows`` per program, ``warps``
+    and ``programs_per_sm`` (the split; the interpreter takes its own tiles); on both the
+    level-1 loop's ``stages`` and ``unroll`` and ``late_noise``. None changes the draws'
+    words; warps and rows order the float32 chunk sums."""
     probs = float32_rows(probs)
     batch, vocab = probs.shape
     seed = seed_argument(seed, batch, probs.device)
     q = quarter_width(vocab)
     chunks = cdiv(vocab, 4 * q)
-    block_r, splits, warps = _launch_shape(batch, vocab, probs.device)
+    block_r, splits, warps = _launch_shape(batch, vocab, probs.device, rows, programs_per_sm,
+                                           warps)
     per_split = cdiv(chunks, splits)
     splits = cdiv(chunks, per_split)
     row_blocks = cdiv(batch, block_r)
@@ -308,9 +320,9 @@ def race_exact(probs: torch.Tensor, seed) -> torch.Tensor:
     ) if splits > 1 else (ids, ids, ids)
     _race_kernel[(row_blocks, splits)](
         probs, ids, best, part, tickets, seed, batch, vocab, probs.stride(0), chunks,
-        per_split, splits, BLOCK_R=block_r, Q=q, SPLIT=splits > 1, STAGES=GPU_STAGES,
-        UNROLL=GPU_UNROLL, LATE_NOISE=GPU_LATE_NOISE,
-        NCP=next_power_of_2(per_split) if GPU_LATE_NOISE else 1,
+        per_split, splits, BLOCK_R=block_r, Q=q, SPLIT=splits > 1, STAGES=stages,
+        UNROLL=unroll, LATE_NOISE=late_noise,
+        NCP=next_power_of_2(per_split) if late_noise else 1,
         num_warps=warps)
     return ids
 

@@ -45,6 +45,7 @@ import triton
 import triton.language as tl
 
 from sampling_harness.kernels.meta import per_request_seeds
+from sampling_harness.kernels.sample_logits import triton_row_fallback as fallback
 from sampling_harness.kernels.sample_logits import triton_top_k_select as select
 from sampling_harness.kernels.sample_logits.race_noise import finite_or_masked
 from sampling_harness.kernels.sample_logits.triton_row_fallback import fallback_race
@@ -55,6 +56,8 @@ from sampling_harness.kernels.triton_seeds import seed_argument
 KMAX = 1024
 CPU_TILE = 2**20                  # entries a program of _group_max holds on a CPU (Triton's
 # largest tensor: the interpreter pays per program, little per entry)
+# sample_logits_triton's keyword launch settings default to these and to those of the
+# select and the fallback (bound at import: patching them changes nothing)
 GPU_GROUP_BLOCK = 8192           # _group_max: the columns of a program's group maxima
 GPU_WARPS = 4                    # _group_max's and _select_race's warps
 HELD_GROUP_ENTRIES = 1 << 20     # group buffers held between calls up to this many entries
@@ -100,11 +103,13 @@ def group_width(vocab: int) -> int:
     return next_power_of_2(cdiv(vocab, GROUPS))
 
 
-def group_maxima(logits, temperature, top_k, top_p) -> tuple[torch.Tensor, ...]:
+def group_maxima(logits, temperature, top_k, top_p, *, group_block: int = GPU_GROUP_BLOCK,
+                 warps: int = GPU_WARPS) -> tuple[torch.Tensor, ...]:
     """(maxima, masses, bad, unresolved) of ``_group_max``, flat: float32 maxima and masses
     (B G entries; masses unwritten in rows without top-p alone), int8 flags of groups
     holding a NaN or +inf, and int8 room for B unresolved flags (``group_buffers``). The
-    wrapper's first launch: nothing before it but the buffers' lookup."""
+    wrapper's first launch: nothing before it but the buffers' lookup. On a GPU a program
+    takes ``group_block`` columns with ``warps`` warps."""
     batch, vocab = logits.shape
     width = group_width(vocab)
     count = cdiv(vocab, width)
@@ -113,10 +118,10 @@ def group_maxima(logits, temperature, top_k, top_p) -> tuple[torch.Tensor, ...]:
         block_g = min(next_power_of_2(count), max(1, CPU_TILE // width))
         block_r = max(1, min(next_power_of_2(batch), CPU_TILE // (block_g * width)))
     else:
-        block_r, block_g = 1, max(1, GPU_GROUP_BLOCK // width)
+        block_r, block_g = 1, max(1, group_block // width)
     _group_max[(cdiv(batch, block_r), cdiv(count, block_g))](
         logits, temperature, top_k, top_p, *buffers[:3], batch, vocab, logits.stride(0),
-        count, BLOCK_R=block_r, BLOCK_G=block_g, S=width, num_warps=GPU_WARPS)
+        count, BLOCK_R=block_r, BLOCK_G=block_g, S=width, num_warps=warps)
     return buffers
 
 
@@ -131,13 +136,14 @@ def group_buffers(entries: int, device: torch.device) -> tuple[torch.Tensor, ...
     return tuple(torch.empty(entries, dtype=dtype, device=device) for dtype in dtypes)
 
 
-def select_rows(batch: int, vocab: int, device: torch.device) -> tuple[int, int]:
-    """(BLOCK_R, warps) of ``_select_race``: one row per program on a GPU; on a CPU (the
-    interpreter pays per program and per reduction) as many as its tensors allow."""
+def select_rows(batch: int, vocab: int, device: torch.device, warps: int) -> tuple[int, int]:
+    """(BLOCK_R, warps) of ``_select_race``: one row per program and ``warps`` on a GPU; on
+    a CPU (the interpreter pays per program and per reduction) as many as its tensors
+    allow."""
     if device.type != "cuda":
         width = group_width(vocab)
         return select.cpu_rows(batch, vocab, cdiv(vocab, width), width), 4
-    return 1, GPU_WARPS
+    return 1, warps
 
 
 def contiguous_as(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -163,10 +169,22 @@ def fold_min_p(logits: torch.Tensor, t: torch.Tensor, k: torch.Tensor, min_p: to
 
 @per_request_seeds
 def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,
-                         top_p: torch.Tensor, seed, min_p: torch.Tensor | None = None
+                         top_p: torch.Tensor, seed, min_p: torch.Tensor | None = None, *,
+                         group_block: int = GPU_GROUP_BLOCK, warps: int = GPU_WARPS,
+                         select_tile: int = select.TILE, select_small: int = select.GPU_SMALL,
+                         fallback_block: int = fallback.GPU_BLOCK,
+                         fallback_search: int = fallback.GPU_SEARCH,
+                         fallback_warps: int = fallback.GPU_WARPS,
+                         fallback_programs_per_sm: int = fallback.GPU_PROGRAMS_PER_SM
                          ) -> torch.Tensor:
     """Family ``sample-logits``: one token id per row, as int64 [B] (paths: module doc).
-    ``seed``: an int, or int64 [B] per-request seeds (kernels/triton_seeds.py)."""
+    ``seed``: an int, or int64 [B] per-request seeds (kernels/triton_seeds.py).
+    Launch settings (keywords, ``bench --launch``), on a GPU (the interpreter takes its own
+    tiles): ``group_block`` columns a program of ``_group_max``, its and ``_select_race``'s
+    ``warps``, the select's ``select_tile`` entries a step and ``select_small`` candidates
+    ranked by comparison (also in a CPU's one-row programs), the fallback's race tile
+    ``fallback_block``, search tile ``fallback_search``, ``fallback_warps`` and
+    ``fallback_programs_per_sm``."""
     if logits.dim() != 2 or logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
         raise ValueError(f"logits must be float32, bfloat16 or float16 [B, V], got "
                          f"{logits.dtype} {tuple(logits.shape)}")
@@ -179,11 +197,15 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     k, p = contiguous_as(top_k, torch.int64), contiguous_as(top_p, torch.float32)
     if min_p is not None:
         k = fold_min_p(logits, t, k, min_p.to(logits.device))
-    maxima, masses, bad, unresolved = group_maxima(logits, t, k, p)
+    maxima, masses, bad, unresolved = group_maxima(logits, t, k, p, group_block=group_block,
+                                                   warps=warps)
     ids = torch.empty(batch, dtype=torch.int64, device=logits.device)
     unresolved = unresolved[:batch]
-    block_r, warps = select_rows(batch, vocab, logits.device)
+    block_r, select_warps = select_rows(batch, vocab, logits.device, warps)
     select.select_race(logits, maxima, masses, bad, group_width(vocab), t, k, p, KMAX, seed,
-                       block_r, warps, ids, unresolved)
-    fallback_race(logits, t, k, p, unresolved, ids, seed)
+                       block_r, select_warps, ids, unresolved, small=select_small,
+                       tile=select_tile)
+    fallback_race(logits, t, k, p, unresolved, ids, seed, block=fallback_block,
+                  search=fallback_search, warps=fallback_warps,
+                  programs_per_sm=fallback_programs_per_sm)
     return ids

@@ -211,6 +211,8 @@ def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids
             tl.store(ids_ptr + rows, won, mask=flagged)
 
 
+# fallback_race's keyword launch settings (sample_logits_triton's fallback_*) default to
+# these, bound at import:
 GPU_BLOCK, GPU_SEARCH, GPU_WARPS = 2048, 512, 8   # race tile, search tile (a search pass
 # accumulates per element in a [WAYS, SEARCH] tile, in registers, and reduces it once)
 GPU_PROGRAMS_PER_SM = 4          # the columns split until the grid has this many per SM
@@ -233,26 +235,32 @@ def cpu_block(batch: int, vocab: int) -> int:
     return min((1 << b for b in range(12, 5, -1) if 1 << b <= widest), key=cost)
 
 
-def fallback_launch(batch: int, vocab: int, device: torch.device):
+def fallback_launch(batch: int, vocab: int, device: torch.device, block: int, search: int,
+                    warps: int, programs_per_sm: int):
     """(BLOCK_R, BLOCK, SEARCH, splits, warps): on a CPU (the Triton interpreter pays per
     program and per reduction) CPU_TILE entries a program and no split; on a GPU one row a
-    program, the columns split until there are GPU_PROGRAMS_PER_SM programs per SM (rows
-    with a search are not split: ``_fallback_race``)."""
+    program, tiles of ``block`` (race) and ``search`` columns, ``warps``, the columns split
+    until there are ``programs_per_sm`` programs per SM (rows with a search are not split:
+    ``_fallback_race``)."""
     if device.type != "cuda":
         block = cpu_block(batch, vocab)
         rows = max(1, min(next_power_of_2(batch), CPU_TILE // block))
         return rows, block, block, 1, 4
-    wanted = GPU_PROGRAMS_PER_SM * multiprocessors(device) // batch
-    splits = max(1, min(cdiv(vocab, GPU_BLOCK), wanted))
-    return 1, GPU_BLOCK, GPU_SEARCH, splits, GPU_WARPS
+    wanted = programs_per_sm * multiprocessors(device) // batch
+    splits = max(1, min(cdiv(vocab, block), wanted))
+    return 1, block, search, splits, warps
 
 
-def fallback_race(logits, temperature, top_k, top_p, unresolved, ids, seed) -> None:
+def fallback_race(logits, temperature, top_k, top_p, unresolved, ids, seed, *,
+                  block: int = GPU_BLOCK, search: int = GPU_SEARCH, warps: int = GPU_WARPS,
+                  programs_per_sm: int = GPU_PROGRAMS_PER_SM) -> None:
     """Write the ids of the rows ``unresolved`` (int8 [B]) flags into ``ids`` (int64 [B]):
-    one launch over every row, whatever the flags say (no synchronisation)."""
+    one launch over every row, whatever the flags say (no synchronisation). The keywords:
+    launch settings on a GPU (``fallback_launch``)."""
     batch, vocab = logits.shape
     device = logits.device
-    block_r, block, search, splits, warps = fallback_launch(batch, vocab, device)
+    block_r, block, search, splits, warps = fallback_launch(batch, vocab, device, block,
+                                                            search, warps, programs_per_sm)
     per_split = cdiv(cdiv(vocab, splits), block) * block
     splits = cdiv(vocab, per_split)
     row_blocks = cdiv(batch, block_r)

@@ -46,6 +46,8 @@ CMAX = tl.constexpr(2048)      # candidates a row may gather
 GPU_SMALL, CPU_SMALL = 128, 16  # up to this many candidates: thresholds by rank (an N x N
 # tile a row; a program of many rows, on a CPU, smaller), else by bisection
 TILE, CPU_TILE = 4096, 1024    # entries of the selected groups read per step (GPU, CPU)
+# GPU_SMALL and TILE: the defaults of select_race's ``small`` and ``tile`` (and of
+# sample_logits_triton's select_small and select_tile), bound at import
 CPU_NUMEL = 1 << 20            # a CPU program's widest tensor (Triton's limit): its rows
 SCRATCH_BYTES = 1 << 28        # the scratch of one launch (the rows beyond take more launches)
 GROUPS = 1024                  # group maxima a row has at most (triton_filtered_race)
@@ -309,7 +311,8 @@ def _select_race(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr
 
 
 def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, kmax, seed,
-                block_r, warps, ids, unresolved, race_tile: int | None = None) -> None:
+                block_r, warps, ids, unresolved, race_tile: int | None = None, *,
+                small: int = GPU_SMALL, tile: int = TILE) -> None:
     """Write the ids of the greedy, top-k and top-p-alone rows into ``ids`` (int64 [B]), id
     0 at invalid rows (``bad`` groups, or no finite entry), and flag the rest in
     ``unresolved`` (int8 [B]: no filter, k > ``kmax``, wide top-p sets, more than CMAX
@@ -318,11 +321,12 @@ def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, k
     need 24 GiB), the launches in turn on one scratch, held per (device, stream) between
     calls; the noise is keyed by the batch row either way. ``race_tile``: the candidates the
     race reads at a time (None: SMALL on a GPU, one compiled race for every count; NMAX on a
-    CPU, one loop trip, as the interpreter pays per trip)."""
+    CPU, one loop trip, as the interpreter pays per trip). ``small``, ``tile``: launch
+    settings (``tiers``)."""
     batch, vocab = logits.shape
     count = cdiv(vocab, width)
     device = logits.device
-    small, gp, gb, nmax = tiers(vocab, count, width, device, block_r)
+    small, gp, gb, nmax = tiers(vocab, count, width, device, block_r, small, tile)
     race_tile = race_tile or (small if device.type == "cuda" else nmax)
     per_launch = scratch_rows(block_r, batch)
     _, vals, cols, groups = split_scratch("triton-sample-logits", device, 0,
@@ -336,20 +340,20 @@ def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, k
             RACE=race_tile, num_warps=warps)
 
 
-def tiers(vocab: int, groups: int, width: int, device: torch.device, block_r: int
-          ) -> tuple[int, ...]:
+def tiers(vocab: int, groups: int, width: int, device: torch.device, block_r: int,
+          small: int = GPU_SMALL, tile: int = TILE) -> tuple[int, ...]:
     """(SMALL, GP, GB, NMAX) of ``_select_race``: the most candidates ranked by an N x N
-    comparison (GPU_SMALL with one row a program, as on a GPU), the group count and the
-    groups read per step as powers of two, and the width of the bisection's tensors (a row
-    never holds more than V candidates). On a GPU, GP = GROUPS and NMAX = CMAX whatever V:
-    every vocabulary up to GROUPS columns (S = 1) shares one compiled kernel, and larger
-    ones one per S (Triton compiles each for seconds); on a CPU, where the interpreter pays
-    per entry, the tightest powers of two."""
+    comparison (``small`` with one row a program, as on a GPU), the group count and the
+    groups read per step (``tile`` entries on a GPU) as powers of two, and the width of the
+    bisection's tensors (a row never holds more than V candidates). On a GPU, GP = GROUPS
+    and NMAX = CMAX whatever V: every vocabulary up to GROUPS columns (S = 1) shares one
+    compiled kernel, and larger ones one per S (Triton compiles each for seconds); on a CPU,
+    where the interpreter pays per entry, the tightest powers of two."""
     cuda = device.type == "cuda"
     gp = GROUPS if cuda else next_power_of_2(groups)
-    gb = max(1, min(gp, (TILE if cuda else CPU_TILE) // width))
+    gb = max(1, min(gp, (tile if cuda else CPU_TILE) // width))
     nmax = CMAX.value if cuda else min(CMAX.value, next_power_of_2(vocab))
-    return (GPU_SMALL if block_r == 1 else CPU_SMALL), gp, gb, nmax
+    return (small if block_r == 1 else CPU_SMALL), gp, gb, nmax
 
 
 def cpu_rows(batch: int, vocab: int, groups: int, width: int) -> int:

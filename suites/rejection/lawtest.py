@@ -1,12 +1,11 @@
-"""One observed table against its exact law: impossible cells exactly, the rest by chi-square.
+"""Family ``rejection``'s records and verdicts of its fit tests: one observed table against its
+exact law (the test itself is ``sampling_harness.stats.fit.law_fit``).
 
 Model: ``draws`` independent outcomes of one request (or one slot), each a cell of a table
-with exact float64 law ``law``. Two tests:
-
-* impossible: a cell of law exactly 0 that was observed is a certain failure (no alpha);
-* Pearson chi-square on the possible cells, sparse ones pooled to expect >= 5 draws
-  (harness/stats/chisquare.py), optionally coarsened to at most ``max_bins`` equal-mass
-  bins; its minimum detectable effect is the worst-case total variation on those bins.
+with exact float64 law ``law``: an observed cell of law exactly 0 is a certain failure (no
+alpha); the possible cells take a Pearson chi-square on pooled bins, optionally at most
+``max_bins`` equal-mass ones, whose minimum detectable effect is the worst-case total
+variation on those bins (harness/stats/fit.py).
 """
 
 from __future__ import annotations
@@ -14,26 +13,23 @@ from __future__ import annotations
 import numpy as np
 
 from sampling_harness.report.plots import counts_plot, pop_plot
-from sampling_harness.stats.chisquare import chisquare_gof, min_detectable_tv, pool_bins
+from sampling_harness.stats.fit import law_fit
 from sampling_harness.stats.multiple import adjusted_p
 from sampling_harness.verdict import Outcome
 
 
 def law_test(name: str, counts: np.ndarray, law: np.ndarray, alpha: float, power: float,
              max_bins: int | None = None) -> dict:
-    """Test one table of counts against its law; a result record with its p-value."""
+    """Test one table of counts against its law (``law_fit``); a result record with its
+    p-value, and the cell farthest from its expectation."""
     counts, law = np.ravel(counts), np.ravel(law)
-    draws = int(counts.sum())
-    impossible = int(counts[law <= 0].sum())
-    labels = pool_bins(draws * law, max_bins=max_bins)
-    statistic, df, p_value = chisquare_gof(counts, law, labels)
-    if impossible:
-        p_value = 0.0
-    mde = min_detectable_tv(max(draws, 1), max(df, 1), alpha, power) if draws else 1.0
-    worst = _worst_cell(counts, law, draws)
-    return {"name": name, "draws": draws, "df": df, "statistic": statistic,
-            "p_value": p_value, "impossible": impossible, "min_detectable_tv": mde, **worst,
-            "plot": counts_plot(name, counts, law, labels, p_value, statistic, df, "cell")}
+    fit = law_fit(counts, law, alpha, power, max_bins)
+    worst = _worst_cell(counts, law, fit.draws)
+    return {"name": name, "draws": fit.draws, "df": fit.df, "statistic": fit.statistic,
+            "p_value": fit.p_value, "impossible": fit.impossible,
+            "min_detectable_tv": fit.min_detectable_tv, **worst,
+            "plot": counts_plot(name, counts, law, fit.labels, fit.p_value, fit.statistic,
+                                fit.df, "cell")}
 
 
 def _worst_cell(counts: np.ndarray, law: np.ndarray, draws: int) -> dict:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from sampling_harness.run.runner import seed_stream
 from sampling_harness.scale.distributed import Shard, merged
+from sampling_harness.seeds import seed_stream
 
 
 def rows_per_call(ctx, vocab: int, multiple: int = 1) -> int:

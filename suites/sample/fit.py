@@ -6,7 +6,7 @@ distribution two Pearson chi-square tests run on the same counts:
 * coarse: tokens pooled into at most ``budget.fit_max_bins`` bins of about equal expected
   count. Its sample size is planned so that any deviation of total variation
   ``budget.fit_tv`` on those bins is detected with power ``budget.power`` (worst case over
-  deviation shapes, see harness/stats/chisquare.py); that is the check's stated effect.
+  deviation shapes, see harness/stats/fit.py); that is the check's stated effect.
 * fine: every token its own bin unless it expects fewer than 5 draws (then pooled), which
   sees a few wrong tokens that the coarse bins would average away.
 
@@ -22,12 +22,8 @@ from hypothesis import seed as hypothesis_seed
 
 from sampling_harness.reference.categorical import exact_probs
 from sampling_harness.report.plots import counts_plot, pop_plot
-from sampling_harness.stats.chisquare import (
-    chisquare_gof,
-    min_detectable_tv,
-    planned_samples,
-    pool_bins,
-)
+from sampling_harness.stats.chisquare import planned_samples
+from sampling_harness.stats.fit import coarse_and_fine
 from sampling_harness.stats.multiple import adjusted_p, bonferroni
 from sampling_harness.strategies import probs_tables
 from sampling_harness.strategies.seeded import examples
@@ -46,15 +42,13 @@ def fit_table(ctx, names: list[str], table: np.ndarray, tv: float, alpha: float)
     counts = count_tokens(ctx, table, draws)
     results = []
     for name, p, c in zip(names, probs, counts, strict=True):
-        for test, max_bins in (("coarse", ctx.budget.fit_max_bins), ("fine", None)):
-            labels = pool_bins(draws * p, max_bins=max_bins)
-            statistic, df, p_value = chisquare_gof(c, p, labels)
-            mde = min_detectable_tv(draws, max(df, 1), alpha, ctx.budget.power)
+        fits = coarse_and_fine(c, p, alpha, ctx.budget.power, ctx.budget.fit_max_bins)
+        for test, fit in fits.items():
             results.append({"row": name, "test": test, "vocab": int(p.size), "draws": draws,
-                            "df": df, "statistic": statistic, "p_value": p_value,
-                            "min_detectable_tv": mde,
-                            "plot": counts_plot(f"row {name!r}, {test} test", c, p, labels,
-                                                p_value, statistic, df)})
+                            "df": fit.df, "statistic": fit.statistic, "p_value": fit.p_value,
+                            "min_detectable_tv": fit.min_detectable_tv,
+                            "plot": counts_plot(f"row {name!r}, {test} test", c, p, fit.labels,
+                                                fit.p_value, fit.statistic, fit.df)})
     return results
 
 

@@ -19,7 +19,7 @@ a large share of the probability, so that a wrong decision is a large deviation:
   keeps, renormalised (top-p first would keep a second token), and three tied tokens
   exactly at the threshold (ambiguous: accepted kept or masked, and counted).
 
-Each row is tested by lawtest.py against the reference; the draws are planned for the
+Each row is tested by fit.py against the reference; the draws are planned for the
 budget's ``boundary_tv``. Alpha: the check's share over its tests.
 """
 
@@ -29,8 +29,7 @@ import numpy as np
 
 from sampling_harness.families import accepts
 from sampling_harness.stats.multiple import bonferroni
-from sampling_harness.suites.sample_logits.fit import fit_rows, outcome
-from sampling_harness.suites.sample_logits.lawtest import TESTS_PER_ROW
+from sampling_harness.suites.sample_logits.fit import TESTS_PER_ROW, fit_rows, outcome
 from sampling_harness.suites.sample_logits.rows import Rows
 from sampling_harness.verdict import Outcome
 

@@ -15,12 +15,8 @@ import numpy as np
 from sampling_harness.engine import Request
 from sampling_harness.engine.metrics import continuation_law, outcome_index
 from sampling_harness.report.plots import counts_plot, pop_plot
-from sampling_harness.stats.chisquare import (
-    chisquare_gof,
-    min_detectable_tv,
-    planned_samples,
-    pool_bins,
-)
+from sampling_harness.stats.chisquare import planned_samples
+from sampling_harness.stats.fit import chisquare_fit
 from sampling_harness.stats.multiple import adjusted_p, bonferroni
 from sampling_harness.suites.spec_decode.runs import VOCAB, engine
 from sampling_harness.verdict import Outcome
@@ -38,16 +34,14 @@ def law(ctx) -> Outcome:
         run = eng.run([Request(f"req-{i}", list(PROMPT), LENGTH) for i in range(n)])
         counts = np.bincount([outcome_index(r.output, VOCAB) for r in run.requests],
                              minlength=expected.size)
-        labels = pool_bins(n * expected, max_bins=MAX_BINS)
-        statistic, df, p_value = chisquare_gof(counts, expected, labels)
-        results.append({"num_spec_tokens": spec, "requests": n, "statistic": statistic,
-                        "df": df, "p_value": p_value,
+        fit = chisquare_fit(counts, expected, alpha, ctx.budget.power, MAX_BINS)
+        results.append({"num_spec_tokens": spec, "requests": n, "statistic": fit.statistic,
+                        "df": fit.df, "p_value": fit.p_value,
                         "acceptance": run.acceptance_rate,
-                        "min_detectable_tv": min_detectable_tv(n, max(df, 1), alpha,
-                                                               ctx.budget.power),
+                        "min_detectable_tv": fit.min_detectable_tv,
                         "plot": counts_plot(f"K={spec}: 3-token continuations", counts,
-                                            expected, labels, p_value, statistic, df,
-                                            "continuation")})
+                                            expected, fit.labels, fit.p_value, fit.statistic,
+                                            fit.df, "continuation")})
     plot = pop_plot(results)
     failed = [r for r in results if r["p_value"] <= alpha]
     worst = min(results, key=lambda r: r["p_value"])
