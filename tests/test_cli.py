@@ -96,10 +96,11 @@ def test_contract_violation_fails_every_check_and_reports(kernel_file, tmp_path)
 
 
 def test_sigint_leaves_the_report_of_finished_checks(kernel_file, tmp_path):
-    """Independence makes 4 calls and finishes; validity's first call is interrupted."""
+    """Independence makes 4 calls and finishes; tail's first call (declared after it) is
+    interrupted."""
     code, output, report = cli("check", "sample", "--kernel",
                                f"{kernel_file}:interrupted_on_fifth_call", "--device", "cpu",
-                               "-k", "test_validity or test_independence", report_dir=tmp_path)
+                               "-k", "test_tail or test_independence", report_dir=tmp_path)
     assert code == 2 and "Traceback" not in output
     assert report["complete"] is False and report["verdict"] == "incomplete"
     assert [c["name"] for c in report["checks"]] == ["independence"]
@@ -150,7 +151,7 @@ def test_sigkill_leaves_the_report_of_finished_checks(kernel_file, tmp_path):
     """Reports are rewritten atomically after every check: a killed run keeps them whole."""
     command = [sys.executable, "-m", "sampling_harness", "check", "sample", "--kernel",
                f"{kernel_file}:killed_on_fifth_call", "--device", "cpu",
-               "--report-dir", str(tmp_path), "-k", "test_validity or test_independence"]
+               "--report-dir", str(tmp_path), "-k", "test_tail or test_independence"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert done.returncode == -signal.SIGKILL
     report = json.loads((tmp_path / "report.json").read_text())

@@ -5,8 +5,10 @@ target directory put on PYTHONPATH, so this environment's registry is left as it
 * its kernel is registered by its entry point: `sampling-harness list` names it and its
   package, `sampling-harness check sample --kernel my-race` runs it;
 * its own tests/ call the harness's checks through the pytest plugin (pytest11 entry point);
-* `pytest --pyargs sampling_harness.suites.sample --kernel mysampler.race:sample` runs a whole
-family on it.
+* `pytest --pyargs sampling_harness.suites.sample --harness-kernel mysampler.race:sample`
+  runs a whole family on it.
+
+The package also declares a family of its own, ``coin``: tests/test_add_a_family.py.
 """
 
 from __future__ import annotations
@@ -67,8 +69,8 @@ def test_its_own_tests_call_the_harness(installed):
 def test_pyargs_runs_a_family_on_it(installed, tmp_path):
     env, project = installed
     code, output = _run([sys.executable, "-m", "pytest", "--pyargs",
-         "sampling_harness.suites.sample", "-q",
-                         "-p", "no:cacheprovider", "--harness-kernel", "mysampler.race:sample",
+                         "sampling_harness.suites.sample", "-q", "-p", "no:cacheprovider",
+                         "--harness-kernel", "mysampler.race:sample",
                          "--harness-budget", "smoke", "-k", "validity or fit_curated",
                          "--harness-report-dir", str(tmp_path / "r")], env, project)
     assert code == 0 and "2 passed" in output, output[-3000:]

@@ -1,4 +1,5 @@
-"""The float64 reference of families ``logprobs`` and ``sample-logits`` (reference/processed)."""
+"""The float64 reference of families ``logprobs`` and ``sample-logits`` (reference/processed,
+reference/logprobs)."""
 
 import numpy as np
 import pytest
@@ -7,18 +8,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
 
-from sampling_harness.reference.processed import (
-    U32,
-    division_roundings,
-    exact_logits,
+from sampling_harness.reference.logprobs import (
     logprob_tolerance,
     logprobs,
     mode_bounds,
     mode_values,
+    tme,
+)
+from sampling_harness.reference.processed import (
+    U32,
+    division_roundings,
+    exact_logits,
     process,
     processed_logits,
     processed_probs,
-    tme,
 )
 
 SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, database=None)

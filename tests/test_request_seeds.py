@@ -18,7 +18,6 @@ import torch
 
 from sampling_harness.device import resolve_device
 from sampling_harness.families.registry import entries, role_of
-from sampling_harness.kernels.sample.triton_inverse_cdf import inverse_cdf
 from sampling_harness.seeds import SKIPPED, takes_request_seeds
 from sampling_harness.suites.batch_invariance import (
     INT_SEED_EDITS,
@@ -50,16 +49,16 @@ def _sample_logits(name):
 
 
 KERNELS = {f"sample/{n}": _sample(n) for n in ("torch-fp64", "torch-fp32",
-                                               "torch-multinomial", "triton-exact")}
+                                               "torch-multinomial", "triton-exact",
+                                               "triton-inverse-cdf")}
 KERNELS.update({f"sample-logits/{n}": _sample_logits(n)
                 for n in ("torch-sample-logits", "triton-sample-logits")})
-KERNELS["sample/triton-inverse-cdf"] = (      # not registered: its own tests couple it
-    lambda rows, seed: inverse_cdf(PROBS[rows].clone(), seed))
 
 
 @pytest.mark.parametrize("family,name", [("sample", "torch-fp64"), ("sample", "torch-fp32"),
                                          ("sample", "torch-multinomial"),
                                          ("sample", "triton-exact"),
+                                         ("sample", "triton-inverse-cdf"),
                                          ("sample-logits", "torch-sample-logits"),
                                          ("sample-logits", "triton-sample-logits"),
                                          ("rejection", "torch-rejection"),

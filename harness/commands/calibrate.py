@@ -27,7 +27,7 @@ from pathlib import Path
 
 from sampling_harness.budgets import BUDGET_NAMES
 from sampling_harness.errors import HarnessError
-from sampling_harness.families import FAMILIES
+from sampling_harness.families import family_names
 from sampling_harness.families.loader import load
 from sampling_harness.options import add_to_argparse, cli_args, positive
 from sampling_harness.report.schema import as_float, read_report
@@ -39,7 +39,7 @@ CONFIG = ("family", "kernel", "budget", "device", "select", "family_alpha",
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("family", choices=tuple(FAMILIES))
+    parser.add_argument("family", choices=family_names())
     parser.add_argument("--kernel", required=True, metavar="TARGET")
     parser.add_argument("--runs", type=positive(int), required=True, metavar="N")
     add_to_argparse(parser, ("budget", "device"))

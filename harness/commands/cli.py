@@ -18,7 +18,7 @@ from pathlib import Path
 from sampling_harness import options
 from sampling_harness.device import resolve_device, use_triton_interpreter_without_gpu
 from sampling_harness.errors import HarnessError
-from sampling_harness.families import FAMILIES, declaring_files
+from sampling_harness.families import FAMILIES, declaring_files, family_names
 from sampling_harness.families.loader import load
 from sampling_harness.families.registry import ROLES, default_kernels, entries
 from sampling_harness.options import positive
@@ -31,11 +31,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sampling-harness", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="run the checks of a family (or all) against kernels")
-    check.add_argument("family", help=f"{' | '.join(FAMILIES)} | all")
+    check.add_argument("family", help=f"{' | '.join(family_names())} | all")
     options.add_to_argparse(check)
     sub.add_parser("list", help="families, kernels and mutants")
     bench = sub.add_parser("bench", help="time kernels of a family (GPU)")
-    bench.add_argument("family", choices=tuple(FAMILIES))
+    bench.add_argument("family", choices=family_names())
     bench.add_argument("--kernel", action="append", default=[], metavar="TARGET",
                        help="time this kernel beside the family's baselines (repeatable)")
     bench.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))

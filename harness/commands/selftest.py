@@ -30,7 +30,7 @@ from pathlib import Path
 from sampling_harness.budgets import BUDGET_NAMES
 from sampling_harness.device import resolve_device
 from sampling_harness.errors import HarnessError
-from sampling_harness.families import FAMILIES
+from sampling_harness.families import FAMILIES, family_names
 from sampling_harness.families.registry import by_role, default_kernels
 from sampling_harness.options import add_to_argparse, cli_args, positive
 from sampling_harness.report.schema import read_report
@@ -43,7 +43,7 @@ GOOD = ("pass", "caught", "skipped")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("family", help=f"{' | '.join(FAMILIES)} | all")
+    parser.add_argument("family", help=f"{' | '.join(family_names())} | all")
     add_to_argparse(parser, ("device", "budget", "kernel"), budget={
         "default": None, "help": "clean kernels: default smoke on a CPU, quick on a GPU; "
                                  "mutants: each at its own budget (the higher of the two if "

@@ -24,7 +24,7 @@ import torch
 from scipy import optimize
 
 from sampling_harness.engine.toy import ToyModel
-from sampling_harness.reference.processed import logprob_tolerance, logprobs
+from sampling_harness.reference.logprobs import logprob_tolerance, logprobs
 
 LEVELS = 40
 

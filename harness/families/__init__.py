@@ -149,8 +149,7 @@ class Family:
             if declared.name == name:
                 return declared
         raise HarnessError(f"family {self.name!r} declares no check {name!r}; its checks: "
-                           f"{', '.join(c.name for c in self.checks) or 'none'} "
-                           f"(harness/families/{self.suite}.py)")
+                           f"{', '.join(c.name for c in self.checks) or 'none'}")
 
     @property
     def signature(self) -> str:
@@ -221,6 +220,14 @@ class Families(Mapping):
 
 
 FAMILIES = Families()
+
+
+def family_names(group: str = GROUP) -> list[str]:
+    """The installed families' names, from the entry points alone (no family is loaded: a
+    command's help and usage never fail on a family that cannot be imported), ``sample``
+    first."""
+    names = {ep.name for ep in entry_points(group=group)}
+    return sorted(names, key=lambda name: (name != "sample", name))
 
 
 def declaring_files(group: str = GROUP) -> dict[str, Path]:

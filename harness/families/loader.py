@@ -29,12 +29,6 @@ class Kernel:
         return self.meta["role"]
 
 
-def registered(family: str) -> dict[str, str]:
-    """Every registered name of a family (entry points: kernels, baselines, mutants) -> its
-    ``module:attr`` target."""
-    return {name: entry.target for name, entry in entries(family).items()}
-
-
 def _import_attr(target: str) -> object:
     module_part, sep, attr = target.rpartition(":")
     if not sep or not module_part or not attr:
@@ -67,8 +61,8 @@ def load(target: str, family: str) -> Kernel:
     if family not in FAMILIES:
         raise HarnessError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
     contract = FAMILIES[family]
-    names = registered(family)
-    name, resolved = (target, names[target]) if target in names else (target, target)
+    found = entries(family)
+    name, resolved = (target, found[target].target) if target in found else (target, target)
     fn = _import_attr(resolved)
     if not callable(fn):
         raise HarnessError(f"kernel {target!r} is a {type(fn).__name__}, not callable")
@@ -79,4 +73,6 @@ def load(target: str, family: str) -> Kernel:
                            f"{family!r} calls {contract.signature}") from None
     except ValueError:
         pass  # builtins without a signature: let the first call decide
-    return Kernel(name=name, target=target, family=family, fn=fn, meta=role_of(fn, name, family))
+    entry = found.get(target)
+    meta = entry.meta if entry is not None else role_of(fn, name, family)
+    return Kernel(name=name, target=target, family=family, fn=fn, meta=meta)

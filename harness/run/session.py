@@ -12,7 +12,7 @@ import torch
 
 from sampling_harness.device import resolve_device
 from sampling_harness.errors import HarnessError
-from sampling_harness.families import FAMILIES
+from sampling_harness.families import declaring_files
 from sampling_harness.families.loader import Kernel, load
 from sampling_harness.families.registry import default_kernels
 from sampling_harness.report.writers import writable, write_all
@@ -32,6 +32,7 @@ class HarnessSession:
 
     def __init__(self, config: pytest.Config):
         opt = config.getoption
+        self.rootpath = config.rootpath
         self.worker = xdist_gpus.is_worker(config)
         self.controller = xdist_gpus.distributing(config)
         self.workers = len(opt("tx", None) or ()) if self.controller else None
@@ -150,7 +151,7 @@ class HarnessSession:
         elif report.skipped and report.when in ("setup", "call") and \
                 report.nodeid in self.checks:
             self.settled.add(report.nodeid)
-            self.skipped.append(_family(report))
+            self.skipped.append(_family(report, self.rootpath))
             self.progress(xdist_gpus.line(report) or f"{report.nodeid}: skipped")
         elif report.failed and report.when in ("setup", "???") and report.nodeid in self.checks:
             why = "its worker crashed" if report.when == "???" else "an error before it ran"
@@ -179,13 +180,14 @@ class HarnessSession:
             terminalreporter.write_line(line)
 
 
-def _family(report) -> str:
-    """The family of a skipped check: its progress line's first part, or its suite package."""
+def _family(report, rootpath: Path) -> str:
+    """The family of a skipped check: its progress line's first part, or the family whose
+    declaring module the item was collected from."""
     line = xdist_gpus.line(report)
     if line:
         return line.split(" / ")[0]
-    parts = report.nodeid.split("::")[0].replace("\\", "/").split("/")
-    return next((f for f, spec in FAMILIES.items() if spec.suite in parts), "?")
+    path = (rootpath / report.nodeid.split("::")[0]).resolve()
+    return next((name for name, file in declaring_files().items() if file == path), "?")
 
 
 def finished(exitstatus) -> bool:

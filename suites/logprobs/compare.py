@@ -1,6 +1,6 @@
 """A kernel's logprob values and ranks against the float64 reference, with derived tolerances.
 
-For each requested token the reference (reference/processed.py) gives a range of values and
+For each requested token the reference (reference/logprobs.py) gives a range of values and
 of ranks that holds under every float32 resolution of the ambiguous top-k / top-p decisions
 (``mode_bounds``), and this module widens the value range by the float32 arithmetic error:
 
@@ -25,14 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from sampling_harness.reference.processed import (
-    U32,
-    logprob_tolerance,
-    mode_bounds,
-    mode_values,
-    process,
-    tme,
-)
+from sampling_harness.reference.logprobs import logprob_tolerance, mode_bounds, mode_values, tme
+from sampling_harness.reference.processed import U32, process
 from sampling_harness.report.plots import errors_plot
 
 

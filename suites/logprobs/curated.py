@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from scipy.special import logsumexp
 
-from sampling_harness.reference.processed import logprob_tolerance
+from sampling_harness.reference.logprobs import logprob_tolerance
 from sampling_harness.suites.logprobs.batches import DTYPES, curated
 from sampling_harness.suites.logprobs.runs import on_device, run_modes, summarise
 from sampling_harness.verdict import Outcome

@@ -4,7 +4,7 @@ TME = mean over every generated token of exp(|lp - lp_ref|), lp_ref the float64 
 of the target's row over the final sequence, teacher-forced (harness/engine/metrics.py).
 Its threshold is derived from float32, not chosen: the mean over the same tokens of
 exp(tol), tol the first-order bound of a float32 log-softmax of that row
-(reference/processed.py ``logprob_tolerance``): about 1 + 1e-6 for V = 8. A healthy engine
+(reference/logprobs.py ``logprob_tolerance``): about 1 + 1e-6 for V = 8. A healthy engine
 stays under it; a token scored from a row past max_model_len (garbage state) sends it to
 e^30. Exact: no alpha.
 """

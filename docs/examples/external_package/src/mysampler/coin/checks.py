@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from sampling_harness.stats.binomial import never_rate
-from sampling_harness.stats.chisquare import chisquare_gof, min_detectable_tv, samples_for_tv
+from sampling_harness.stats.chisquare import samples_for_tv
+from sampling_harness.stats.fit import chisquare_fit
 from sampling_harness.stats.multiple import adjusted_p, bonferroni
 from sampling_harness.verdict import Outcome
 
@@ -48,18 +49,17 @@ def fit(ctx) -> Outcome:
         ids = ctx.runner.call({"probs": table.repeat(rows, 1)}, next(seeds))
         heads += ids.view(rows, len(BIASES)).sum(dim=0).cpu().numpy()
         done += rows
-    tests = [chisquare_gof(np.array([flips - h, h]), law, np.array([0, 1]))
-             for h, law in zip(heads, table.double().cpu().numpy(), strict=True)]
-    worst = min(range(len(BIASES)), key=lambda i: tests[i][2])
-    statistic, _, p_value = tests[worst]
-    mde = min_detectable_tv(flips, 1, alpha, ctx.budget.power)
+    fits = [chisquare_fit(np.array([flips - h, h]), law, alpha, ctx.budget.power)
+            for h, law in zip(heads, table.double().cpu().numpy(), strict=True)]
+    i = min(range(len(BIASES)), key=lambda j: fits[j].p_value)     # the worst coin
+    mde = max(f.min_detectable_tv for f in fits)
     return Outcome(
-        p_value > alpha,
-        f"worst coin: P(heads) {BIASES[worst]} came up heads {heads[worst] / flips:.4f} of "
-        f"{flips:,} flips (chi2 = {statistic:.1f}, p = {p_value:.2g}, alpha per coin "
-        f"{alpha:.2g}); an error of {mde:.3g} in P(heads) is detected with power "
+        fits[i].p_value > alpha,
+        f"worst coin: P(heads) {BIASES[i]} came up heads {heads[i] / flips:.4f} of "
+        f"{flips:,} flips (chi2 = {fits[i].statistic:.1f}, p = {fits[i].p_value:.2g}, alpha "
+        f"per coin {alpha:.2g}); an error of {mde:.3g} in P(heads) is detected with power "
         f"{ctx.budget.power}",
-        statistic=statistic, p_value=adjusted_p([t[2] for t in tests]), alpha=ctx.alpha,
-        samples=flips * len(BIASES), min_detectable_effect=mde,
+        statistic=fits[i].statistic, p_value=adjusted_p([f.p_value for f in fits]),
+        alpha=ctx.alpha, samples=flips * len(BIASES), min_detectable_effect=mde,
         effect=f"absolute error in P(heads) of one coin (target {ctx.budget.tv:g})",
         details={"biases": list(BIASES), "heads": heads.tolist(), "flips_per_coin": flips})
