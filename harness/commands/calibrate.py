@@ -32,6 +32,7 @@ from sampling_harness.families.loader import load
 from sampling_harness.options import add_to_argparse, cli_args, positive
 from sampling_harness.report.schema import as_float, read_report
 from sampling_harness.report.writers import atomic_write, writable
+from sampling_harness.stats.binomial import clopper_pearson
 
 RUN = "(whole run)"
 CONFIG = ("family", "kernel", "budget", "device", "select", "family_alpha",
@@ -52,16 +53,13 @@ def add_arguments(parser) -> None:
 
 
 def rate_interval(fails: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Exact (Clopper-Pearson) interval of a binomial rate from ``fails`` in ``trials``:
-    [Beta(a/2; k, n-k+1), Beta(1-a/2; k+1, n-k)] quantiles, a = 1 - confidence. It covers the
-    true rate with probability >= confidence whatever the rate. With k = 0 the upper end is
-    1 - (a/2)^(1/n) ~ 3.7/n: showing a rate below alpha takes n > ~3.7/alpha runs.
-    (NaN, NaN) when there are no trials."""
+    """The exact (Clopper-Pearson) interval of a false-fail or power rate
+    (``stats.binomial.clopper_pearson``). With k = 0 the upper end is 1 - (a/2)^(1/n) ~ 3.7/n:
+    showing a rate below alpha takes n > ~3.7/alpha runs. (NaN, NaN) when there are no
+    trials."""
     if trials == 0:
         return math.nan, math.nan
-    from scipy.stats import binomtest
-    ci = binomtest(fails, trials).proportion_ci(confidence_level=confidence, method="exact")
-    return float(ci.low), float(ci.high)
+    return clopper_pearson(fails, trials, confidence)
 
 
 def ks_uniform(p_values) -> tuple[float, float]:
