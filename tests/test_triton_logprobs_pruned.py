@@ -19,7 +19,8 @@ from test_logprobs_kernels import _agree, batch, expected
 import sampling_harness.kernels.logprobs.triton_logprobs as tlp
 from sampling_harness.bench.command import with_variants
 from sampling_harness.kernels.logprobs.torch_logprobs import logprobs_torch
-from sampling_harness.suites.logprobs.contract import FAMILY, bench_batch
+from sampling_harness.suites.logprobs import FAMILY
+from sampling_harness.suites.logprobs.contract import bench_batch
 
 pytestmark = pytest.mark.skipif(
     torch.cuda.is_available(), reason="forces CPU launches (small blocks, splits) and spies "
