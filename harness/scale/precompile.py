@@ -43,7 +43,7 @@ VARIANTS = Path(__file__).with_name("compile_variants.json")
 SCALARS = (bool, int, float, str, type(None))
 
 
-def settle_cache_keys(package: str = "kernels") -> int:
+def settle_cache_keys(package: str = "sampling_harness.kernels") -> int:
     """Compute the cache key of every Triton function of ``package``, in one fixed order
     (module, name), before any is launched; the number computed.
 
