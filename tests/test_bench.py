@@ -25,6 +25,7 @@ from sampling_harness.bench.timing import (
     profile_table,
     time_entry,
 )
+from sampling_harness.device import default_device
 from sampling_harness.errors import HarnessError
 
 CPU = torch.device("cpu")
@@ -71,10 +72,11 @@ def test_strict_json_maps_non_finite_figures_to_null():
 
 
 def bench(tmp_path, *kernels: str, shape: str = "2x17", **options) -> int:
-    """``run_bench`` of family sample on the CPU at one shape, one call a repeat."""
-    options = {"repeat": 1, "calls": 1, **options}
-    return run_bench(BenchOptions("sample", tmp_path, kernels=kernels, device="cpu",
-                                  shapes=(shape,), **options))
+    """``run_bench`` of family sample at one shape, one call a repeat (on the CPU unless
+    ``device`` says otherwise)."""
+    options = {"repeat": 1, "calls": 1, "device": "cpu", **options}
+    return run_bench(BenchOptions("sample", tmp_path, kernels=kernels, shapes=(shape,),
+                                  **options))
 
 
 def test_bench_json_is_strict_and_each_figure_has_its_repeats(tmp_path, kernels, capsys):
@@ -260,7 +262,8 @@ def test_a_launch_keyword_reaches_the_kernel(monkeypatch, tmp_path):
         bind("triton-exact", kernel, contract, {"stages": 2, "late_noise": True})(probs, 1)
         kernel(probs, 1)
     assert [(m["STAGES"], m["LATE_NOISE"]) for m in launches] == [(2, True), (5, False)]
-    bench(tmp_path, "triton-exact", launch=("late_noise=True", "stages=2"))
+    bench(tmp_path, "triton-exact", launch=("late_noise=True", "stages=2"),
+          device=default_device())     # a Triton kernel runs on the CPU only interpreted
     rows = strict_load((tmp_path / "bench.json").read_text())["rows"]
     mine = [r for r in rows if r["kernel"] == "triton-exact"]
     assert [r["launch"] for r in mine] == [{}, {"late_noise": True, "stages": 2}]

@@ -151,8 +151,7 @@ def test_workers_start_the_many_shape_checks_of_kernels_under_test_first():
     def item(name, many, role, kernel=None):
         marker = object() if many else None
         return SimpleNamespace(name=name, get_closest_marker=lambda mark: marker,
-                               callspec=SimpleNamespace(params={
-                                   "kernel": SimpleNamespace(role=role, name=kernel or name)}))
+                               kernel=SimpleNamespace(role=role, name=kernel or name))
 
     items = [item("a", False, "baseline"), item("b", True, "kernel"),
              item("c", True, "baseline"), item("d", False, "kernel"), item("e", True, "kernel")]
