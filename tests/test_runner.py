@@ -8,7 +8,7 @@ import torch
 from sampling_harness.device import resolve_device
 from sampling_harness.errors import KernelFailure
 from sampling_harness.families.loader import Kernel
-from sampling_harness.run.runner import POISONS, Runner, poison_allocator
+from sampling_harness.run.runner import POISONS, OutOfMemoryFailure, Runner, poison_allocator
 from sampling_harness.seeds import derive_seed
 from sampling_harness.suites.sample.contract import validate_ids
 
@@ -113,56 +113,105 @@ def test_a_hanging_validity_call_leaves_torch_settings_as_they_were():
     assert not torch.are_deterministic_algorithms_enabled()
 
 
-@pytest.mark.parametrize("shared, failures, passes", [
-    (True, 2, True),     # a shared GPU: out of memory twice, then room: retried, passes
-    (True, 99, False),   # never any room: fails after the retries, with torch's message
-    (False, 1, False),   # a GPU of its own: out of memory is the kernel's failure at once
+def test_a_kernel_out_of_memory_is_its_failure_with_the_bytes():
+    def greedy(probs, seed):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB")
+
+    run = Runner(Kernel("k", "k", "sample", greedy), torch.device("cpu"), 5.0)
+    with pytest.raises(OutOfMemoryFailure, match="OutOfMemoryError: CUDA out of memory. "
+                                                 "Tried to allocate 4.00 GiB"):
+        run.call({"probs": PROBS}, 0)
+
+
+class _Flaky(Exception):
+    """Stands in for Hypothesis's FlakyFailure: an exception group around the real error."""
+
+    def __init__(self, *inner):
+        super().__init__("Hypothesis saw a flaky test")
+        self.exceptions = inner
+
+
+@pytest.mark.parametrize("raised, runs, retried, outcome", [
+    ([torch.OutOfMemoryError("out of memory")], 2, 1, "pass"),          # harness work: alone
+    ([OutOfMemoryFailure("raised OutOfMemoryError")], 2, 1, "pass"),    # a kernel call
+    ([_Flaky(torch.OutOfMemoryError("out of memory"))], 2, 1, "pass"),  # inside Hypothesis
+    ([torch.OutOfMemoryError("out of memory")] * 2, 2, 1, torch.OutOfMemoryError),  # alone too
+    ([_Flaky(ValueError("the real error"))], 1, 0, ValueError),         # not memory: unwrapped
 ])
-def test_out_of_memory_is_retried_only_on_a_shared_gpu(monkeypatch, shared, failures, passes):
-    import sampling_harness.run.runner as runner_module
-    monkeypatch.setattr(runner_module, "SHARED_OOM_WAITS", (0.0,) * 3)
-    calls = []
-
-    def tight(probs, seed):
-        calls.append(1)
-        if len(calls) <= failures:
-            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB")
-        return probs.argmax(dim=1)
-
-    run = Runner(Kernel("k", "k", "sample", tight), torch.device("cpu"), 5.0, shared_gpu=shared)
-    if passes:
-        assert run.call({"probs": PROBS}, 0).tolist() == [0, 2]
-        assert run.oom_retries == 2 and not run.side_effects
-    else:
-        with pytest.raises(KernelFailure, match="OutOfMemoryError: CUDA out of memory"):
-            run.call({"probs": PROBS}, 0)
-        assert len(calls) == (4 if shared else 1)
-
-
-def test_a_check_whose_harness_work_runs_out_of_a_shared_gpu_is_run_again(monkeypatch):
-    """The harness's own out-of-memory on a shared GPU re-runs the check (seeded: the same
-    verdict), says so, and gives up after CHECK_OOM_WAITS; on a GPU of its own, at once."""
+def test_a_check_out_of_memory_beside_others_runs_again_alone(monkeypatch, tmp_path, raised,
+                                                              runs, retried, outcome):
+    """GPU memory admission (scale/gpu_share.py): a check runs under its GPU's shared lock;
+    out of memory there (its own work, a kernel call, or wrapped by Hypothesis), it runs
+    once more under the exclusive lock; any other error, or out of memory alone, stands,
+    unwrapped."""
     from types import SimpleNamespace
 
     import sampling_harness.run.check_context as check_context
+    from sampling_harness.scale import gpu_share
     from sampling_harness.verdict import Outcome
-    monkeypatch.setattr(check_context, "CHECK_OOM_WAITS", (0.0, 0.0))
 
-    def failing(failures: int, attempts: list):
-        def check_fn(ctx):
-            attempts.append(1)
-            if len(attempts) <= failures:
-                raise torch.OutOfMemoryError("CUDA out of memory")
-            return Outcome(True, "ok")
-        return check_fn
+    share = gpu_share.GpuShare("test-gpu", tmp_path)
+    monkeypatch.setattr(gpu_share, "for_device", lambda device: share)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    attempts = []
 
-    for shared, failures, runs in ((True, 1, 2), (True, 9, 3), (False, 1, 1)):
-        attempts: list = []
-        ctx = SimpleNamespace(runner=SimpleNamespace(shared_gpu=shared), check_retries=0)
-        if failures < runs:
-            assert check_context.CheckContext._attempts(ctx, failing(failures, attempts)).passed
-            assert ctx.check_retries == failures
-        else:
-            with pytest.raises(torch.OutOfMemoryError):
-                check_context.CheckContext._attempts(ctx, failing(failures, attempts))
-        assert len(attempts) == runs
+    def check_fn(ctx):
+        attempts.append(share.alone_runs)
+        if len(attempts) <= len(raised):
+            raise raised[len(attempts) - 1]
+        return Outcome(True, "ok")
+
+    restarts = []
+    ctx = SimpleNamespace(device=torch.device("cuda"), shard=SimpleNamespace(world=1),
+                          check_retries=0, runner=SimpleNamespace(
+                              restart=lambda: restarts.append(1)))
+    if outcome == "pass":
+        assert check_context.CheckContext._attempts(ctx, check_fn).passed
+    else:
+        with pytest.raises(outcome):
+            check_context.CheckContext._attempts(ctx, check_fn)
+    assert len(attempts) == runs and ctx.check_retries == retried == len(restarts)
+    assert attempts == [0, 1][:runs]          # the second run holds the GPU alone
+
+
+def test_alone_waits_for_the_checks_beside_it_and_holds_new_ones_back(tmp_path):
+    """Many checks share a GPU at once; an exclusive run starts when those running end, and
+    a check that asks while it waits starts after it (no stream of checks starves it)."""
+    import threading
+    import time
+
+    from sampling_harness.scale.gpu_share import GpuShare
+
+    share = GpuShare("test-gpu", tmp_path)
+    events, release = [], threading.Event()
+
+    def beside(name, hold):
+        with share.shared():
+            events.append(f"{name} in")
+            hold.wait(10)
+            events.append(f"{name} out")
+
+    def alone():
+        with share.alone():
+            events.append("alone in")
+            events.append("alone out")
+
+    first, second = (threading.Thread(target=beside, args=(n, release)) for n in "ab")
+    first.start(), second.start()
+    while events.count("a in") + events.count("b in") < 2:     # both beside each other
+        time.sleep(0.01)
+    waiting = threading.Thread(target=alone)
+    waiting.start()
+    time.sleep(0.2)
+    done = threading.Event()
+    done.set()
+    late = threading.Thread(target=beside, args=("late", done))
+    late.start()
+    time.sleep(0.2)
+    assert "alone in" not in events and "late in" not in events
+    release.set()
+    for thread in (first, second, waiting):
+        thread.join(10)
+    late.join(15)
+    assert events.index("alone in") > max(events.index("a out"), events.index("b out"))
+    assert events.index("late in") > events.index("alone out")

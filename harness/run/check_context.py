@@ -25,15 +25,12 @@ from sampling_harness.families.loader import Kernel
 from sampling_harness.families.registry import expectation
 from sampling_harness.options import plugin_args, reproduce_command
 from sampling_harness.run.progress import CheckProgress
-from sampling_harness.run.runner import Runner, after_freeing
+from sampling_harness.run.runner import OutOfMemoryFailure, Runner
 from sampling_harness.run.sanitize import run_under_tool
 from sampling_harness.run.session import HarnessSession
-from sampling_harness.scale import distributed, xdist_gpus
+from sampling_harness.scale import distributed, gpu_share, xdist_gpus
 from sampling_harness.seeds import derive_seed, seed_stream
 from sampling_harness.verdict import Outcome, Verdict
-
-CHECK_OOM_WAITS = (5.0, 15.0, 30.0)   # seconds before each re-run of a check whose harness
-# work ran out of the memory of a GPU that other workers share (CheckContext._attempts)
 
 
 class CheckContext:
@@ -54,15 +51,13 @@ class CheckContext:
         self.alpha = state.check_alpha if self.statistical else None
         self.seed = derive_seed(state.harness_seed, kernel.family, self.check_name)
         self.max_call_elements = MAX_CALL_ELEMENTS[self.device.type]
-        self.runner = Runner(kernel, self.device, state.call_timeout, shared_gpu=(
-            self.device.type == "cuda"
-            and (node.config.getoption("harness_workers_per_gpu") or 1) > 1))
+        self.runner = Runner(kernel, self.device, state.call_timeout)
         self.expectation = expectation(kernel.meta, self.check_name, self.device.type,
                                        state.budget)
         self.config = node.config
         self.node = node
         self.shard = state.shard      # this process's part of a sharded check
-        self.check_retries = 0        # re-runs after the harness ran out of a shared GPU's memory
+        self.check_retries = 0        # re-runs alone on a GPU after running out of its memory
 
     def plan(self, draws: int) -> None:
         """The check is about to make ``draws`` draws: the progress bar's total (and ETA)."""
@@ -108,13 +103,9 @@ class CheckContext:
                                 f"restored after each call)")
             outcome.details["side_effects"] = effects
         if self.check_retries:
-            outcome.message += (f" (run {self.check_retries + 1} times: the harness ran out of "
-                                f"the memory of the GPU that other workers share)")
+            outcome.message += (" (run again alone on the GPU: beside other checks it ran out "
+                                "of the GPU's memory)")
             outcome.details["check_retries"] = self.check_retries
-        if self.runner.oom_retries:
-            outcome.message += (f" ({self.runner.oom_retries} calls retried after running out "
-                                f"of the memory of the GPU that other workers share)")
-            outcome.details["oom_retries"] = self.runner.oom_retries
         return Verdict(
             name=self.name, family=self.kernel.family, kernel=self.kernel.name,
             target=self.kernel.target, check=self.check_name, verdict=state,
@@ -142,16 +133,26 @@ class CheckContext:
         return verdict
 
     def _attempts(self, check_fn) -> Outcome:
-        """``check_fn(self)``, run again (it is seeded: the same batches, the same verdict)
-        when the harness's own work runs out of the memory of a GPU that other workers
-        share, after CHECK_OOM_WAITS seconds; a kernel's own out-of-memory is the runner's
-        (``Runner.call``, an ``OutOfMemoryFailure``)."""
-        def counted() -> None:
-            self.check_retries += 1
-
-        return after_freeing(lambda: check_fn(self),
-                             CHECK_OOM_WAITS if self.runner.shared_gpu else (),
-                             torch.OutOfMemoryError, counted)
+        """``check_fn(self)`` under the GPU's memory admission (``scale.gpu_share``): beside
+        the other checks of the GPU, and when its work or a kernel call runs out of memory
+        there, once more alone on the GPU (it is seeded: the same batches, the verdict a run
+        alone reaches). Out of memory alone is the kernel's failure, with the bytes it asked
+        for (a call), or the harness's error (its own work). Not under torchrun: every rank
+        must run a sharded check's collectives alike."""
+        share = gpu_share.for_device(self.device) if self.shard.world == 1 else None
+        if share is None:
+            return _unwrapped(check_fn, self)
+        try:
+            with share.shared():
+                return _unwrapped(check_fn, self)
+        except Exception as exc:
+            if not gpu_share.caused_by(exc, (torch.OutOfMemoryError, OutOfMemoryFailure)):
+                raise
+        self.check_retries += 1
+        self.runner.restart()
+        torch.cuda.empty_cache()
+        with share.alone():
+            return _unwrapped(check_fn, self)
 
     def run(self, check_fn) -> Verdict:
         """Run ``check_fn(self) -> Outcome``; record the verdict; fail the test if it failed."""
@@ -164,7 +165,9 @@ class CheckContext:
             outcome = self._attempts(check_fn)
             state = "pass" if outcome.passed else "fail"
         except KernelFailure as exc:
-            outcome = Outcome(passed=False, message=f"kernel {exc}", alpha=self.alpha)
+            alone = " (alone on the GPU)" if isinstance(exc, OutOfMemoryFailure) \
+                and self.check_retries else ""
+            outcome = Outcome(passed=False, message=f"kernel {exc}{alone}", alpha=self.alpha)
             state = "fail"
         except Exception as exc:
             outcome = Outcome(passed=False, message=f"harness error: {type(exc).__name__}: {exc}")
@@ -184,3 +187,16 @@ class CheckContext:
         if state == "fail":
             pytest.xfail(f"{self.kernel.name} / {self.name}: failed as stated ({verdict.why})")
         return verdict
+
+
+def _unwrapped(check_fn, ctx):
+    """``check_fn(ctx)``; an error that Hypothesis wrapped (``FlakyFailure``: the failing
+    example passed when replayed, as a call that ran out of a shared GPU's memory does) is
+    raised as itself, so the verdict names the real error."""
+    try:
+        return check_fn(ctx)
+    except Exception as exc:
+        if not getattr(exc, "exceptions", None):     # an exception group (3.11's or the backport)
+            raise
+        raise gpu_share.leaves(exc)[0] from exc
+

@@ -36,8 +36,6 @@ POISONS = (0x7F, 0xA5)             # byte patterns of the two poisoned calls of 
 CUDA_LARGE_POISON = 64 << 20       # a large-pool block (outputs above 1 MB come from here)
 CUDA_SMALL_POISON = 1 << 20        # small-pool blocks of the largest small size, two per segment
 CUDA_FILL_ROUNDS = 64              # rounds of filling the caching allocator's free blocks
-SHARED_OOM_WAITS = (1.0, 2.0, 4.0, 8.0, 16.0)   # seconds before each retry of a call that ran
-# out of memory on a GPU that other workers share (they release theirs after each check)
 
 
 def _poison_free_cuda_blocks(device: torch.device, byte: int) -> None:
@@ -146,21 +144,8 @@ def _poison_hint(output: object, byte: int) -> str:
 
 
 class OutOfMemoryFailure(KernelFailure):
-    """The kernel raised torch's OutOfMemoryError (on a shared GPU, ``Runner.call`` retries)."""
-
-
-def after_freeing(attempt, waits: tuple[float, ...], caught: type[BaseException], counted):
-    """``attempt()``; while it raises ``caught``, again after each of ``waits`` seconds (torch's
-    cached GPU memory returned first, ``counted()`` told); the last attempt's error stands.
-    For a GPU that other workers share: their checks free their memory when they end."""
-    for wait in waits:
-        try:
-            return attempt()
-        except caught:
-            counted()
-            torch.cuda.empty_cache()
-            time.sleep(wait)
-    return attempt()
+    """The kernel raised torch's OutOfMemoryError (on a GPU that other checks share, its
+    check runs again alone: ``sampling_harness.scale.gpu_share``)."""
 
 
 @dataclass
@@ -176,8 +161,6 @@ class Runner:
     guard_seconds: float = 0.0     # building and checking guard bands (harness/run/guard.py)
     on_draws: object = None        # called with each valid call's draws (a progress bar)
     side_effects: dict = field(default_factory=dict)   # what calls changed -> how many times
-    shared_gpu: bool = False       # other workers' checks use the same GPU (xdist)
-    oom_retries: int = 0           # calls retried after running out of the shared GPU's memory
 
     @property
     def family(self) -> Family:
@@ -188,18 +171,9 @@ class Runner:
         """One validated call of the kernel on a fresh copy of ``inputs`` (the contract's
         arguments but the seed, already on the device); ``seed`` an int, or per-request
         seeds (an int64 tensor, copied for the call); returns the family's validated
-        output. Every misbehaviour raises ``KernelFailure``. On a GPU that other workers
-        share, a call that runs out of memory is retried after SHARED_OOM_WAITS (their
-        checks hold memory for a while; a kernel that needs more than the GPU has still
-        fails), and counted in ``oom_retries``."""
-        def counted() -> None:
-            self.oom_retries += 1
-
-        return after_freeing(lambda: self._call_once(inputs, seed, poison, thorough),
-                             SHARED_OOM_WAITS if self.shared_gpu else (), OutOfMemoryFailure,
-                             counted)
-
-    def _call_once(self, inputs: dict, seed, poison: int, thorough: bool):
+        output. Every misbehaviour raises ``KernelFailure``; running out of memory raises
+        ``OutOfMemoryFailure`` (on a GPU that other checks share, the check is then run again
+        alone on it: ``sampling_harness.scale.gpu_share``)."""
         family = self.family
         started = time.perf_counter()
         fresh, guards = guarded_copy(inputs)
@@ -247,6 +221,10 @@ class Runner:
         if self.on_draws is not None:
             self.on_draws(draws)
         return validated
+
+    def restart(self) -> None:
+        """Forget the calls counted so far (a check run again from its start)."""
+        self.calls, self.draws, self.seconds, self.guard_seconds = 0, 0, 0.0, 0.0
 
     def _isolate(self, before: TorchState, printed: CapturedStdout) -> None:
         """Put back torch's global state as it was before the call; note what changed."""

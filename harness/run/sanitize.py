@@ -23,11 +23,15 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from sampling_harness.errors import HarnessError
 from sampling_harness.verdict import Outcome
+
+# torch loads when a tool is asked for: TOOLS is read (through the options table) by the
+# pytest plugin of every run in the environment, which must stay light
+if TYPE_CHECKING:
+    import torch
 
 TOOLS = ("memcheck", "initcheck", "racecheck")
 TOOL_OPTIONS = {"memcheck": ("--leak-check", "no", "--padding", "1024"),
@@ -54,6 +58,8 @@ def find_tool() -> str | None:
 
 def require_tool(tool: str, device: torch.device) -> str:
     """The tool's path, or ``HarnessError`` with one line saying what is missing."""
+    import torch
+
     if tool not in TOOLS:
         raise HarnessError(f"unknown sanitizer tool {tool!r}; known: {', '.join(TOOLS)}")
     if device.type != "cuda" or not torch.cuda.is_available():
@@ -154,6 +160,8 @@ def judge(errors: list[SanitizerError], tool: str, log: Path, child: dict | None
 def run_under_tool(tool: str, pytest_args: list[str], directory: Path,
                    timeout: float = CHILD_TIMEOUT) -> Outcome:
     """Run ``pytest pytest_args`` (one check, one kernel) under ``tool``; judge its log."""
+    import torch
+
     directory.mkdir(parents=True, exist_ok=True)
     log, child_dir = directory / f"{tool}.log", directory / "child"
     args = [*pytest_args, "--harness-report-dir", str(child_dir)]
