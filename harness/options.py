@@ -138,6 +138,10 @@ OPTIONS: tuple[Option, ...] = (     # in the order of ``sampling-harness check -
            "(Triton's compilation and the host's work run in parallel; default for check all "
            "on a GPU: half the CPU cores, at most 8); see docs/scale-out.md",
            type=positive(int), metavar="W"),
+    Option("--pytest-output", "pytest_output", "quiet: each check once on the terminal, on its "
+           "numbered line, and the harness's summary; full: also pytest's own (FAILURES with "
+           "tracebacks, short test summary, count line), as pytest -v shows them",
+           default="quiet", choices=("quiet", "full")),
     Option("--no-precompile", "precompile", "on a GPU, do not compile the run's listed Triton "
            "variants ahead in parallel (harness/scale/precompile.py)", default=True,
            action="store_false", cli_only=True),

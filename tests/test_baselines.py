@@ -91,4 +91,5 @@ def test_passing_a_check_stated_to_fail_fails_the_run(tmp_path, baselines):
     assert code == 1, output[-3000:]
     assert report["checks"][0]["verdict"] == "pass" and report["verdict"] == "fail"
     assert "not as stated" in (tmp_path / "r" / "summary.md").read_text()
-    assert "fit_curated: pass (stated: fail): " in output
+    assert "fit_curated: pass (stated: fail) in " in output      # with its message
+    assert "fit_curated: pass (stated: fail)\n    reproduce: " in output  # the summary's

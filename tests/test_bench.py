@@ -84,6 +84,9 @@ def test_bench_json_is_strict_and_each_figure_has_its_repeats(tmp_path, kernels,
     report = strict_load((tmp_path / "bench.json").read_text())
     rows = {row["kernel"].rpartition(":")[2]: row for row in report["rows"]}
     assert report["repeat"] == 3
+    # --kernel targets beside the baselines and the family's own (registered) kernels
+    assert list(rows) == ["torch-fp32", "torch-fp64", "triton-exact", "triton-inverse-cdf",
+                          "scaled", "broken"]
     for name in ("torch-fp32", "torch-fp64", "scaled"):
         row = rows[name]
         assert len(row["repeats_ms"]) == 3 and row["reason"] is None
@@ -162,6 +165,89 @@ def test_an_uncapturable_call_gets_a_reason_and_keeps_its_eager_figures():
                       ("k",), cuda_graph=True)
     assert rows[1]["vs_k"] == 4.0 and rows[1]["vs_k_basis"] == "eager"   # k: eager only
     assert "| 4.00* |" in render("h", rows, "B", ("k",), cuda_graph=True, ceiling=False)
+
+
+def test_a_kernel_that_cannot_be_captured_keeps_its_eager_figure(monkeypatch):
+    """A capture that fails (vLLM's V1 sampler: "Offset increment outside graph capture
+    encountered unexpectedly") leaves the default generator in its capture state: every
+    later draw from it raises. Here a fake capture fails and "poisons" a fake generator the
+    kernels draw from; the entry keeps the eager figure of every repeat, gets the reason in
+    the table's notes, is not captured again, and the next entry is timed as usual: what
+    the failed capture left behind is undone (``after_failed_capture``)."""
+    import sampling_harness.bench.timing as timing
+    from sampling_harness.bench.command import time_entries
+
+    generator = {"capturing": False}
+    captures, undone = [], []
+
+    def draws(work, seed):
+        if generator["capturing"]:
+            raise RuntimeError("Offset increment outside graph capture encountered "
+                               "unexpectedly.")
+        return work["x"].argmax(dim=1)
+
+    def uncapturable(work, seed):
+        return draws(work, seed)
+
+    def fake_capture(call, work, seed, check):
+        captures.append(call)
+        if call is uncapturable:
+            generator["capturing"] = True           # the capture's prologue, no epilogue
+            raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+        return "graph"
+
+    def undo(device):
+        undone.append(device)
+        generator["capturing"] = False
+
+    monkeypatch.setattr(timing, "_capture", fake_capture)
+    monkeypatch.setattr(timing, "_graph_ms", lambda graph, work, flush, calls: [0.5] * calls)
+    monkeypatch.setattr(timing, "after_failed_capture", undo)
+    entries = [{"key": ("2x8", name, "default"), "shape": "2x8", "kernel": name,
+                "setting": {}, "call": call}
+               for name, call in (("vllm-like", uncapturable), ("next", draws))]
+    eager, graph, reasons = time_entries(entries, lambda shape: {"x": torch.rand(2, 8)}, CPU,
+                                         calls=2, repeat=3, cuda_graph=True)
+    bad, good = (entry["key"] for entry in entries)
+    assert reasons == {} and len(eager[bad]) == 3 and len(eager[good]) == 3
+    assert graph[bad] == ["capture raised RuntimeError: CUDA error: operation not permitted "
+                          "when stream is capturing; the call synchronises with the host "
+                          "(.item(), .tolist(), .cpu(), a pageable copy)"]
+    assert graph[good] == [0.5, 0.5, 0.5]
+    assert captures.count(uncapturable) == 1 and captures.count(draws) == 3   # not retried
+    assert undone == [CPU]
+    rows = build_rows(entries, eager, graph, reasons, {"2x8": 64}, 1e9, {}, ("next",),
+                      cuda_graph=True)
+    assert rows[0]["median_ms"] is None and rows[0]["eager_median_ms"] > 0
+    assert rows[0]["reason"] == graph[bad][0] and rows[1]["median_ms"] == 0.5
+    table = render("h", rows, "BxV", ("next",), cuda_graph=True, ceiling=False)
+    assert "| 2x8 | vllm-like | no figure [1] | - | " in table
+    assert f"[1] vllm-like at 2x8: {graph[bad][0]}" in table
+
+
+def test_own_kernels_that_cannot_load_are_left_out_beside_a_target(monkeypatch, kernels):
+    """Beside a --kernel target, a registered kernel of the family that cannot be loaded
+    (Triton not installed) is left out with a note; without a target it ends the run."""
+    import sampling_harness.bench.command as command
+    from sampling_harness.bench.command import timed_kernels
+
+    real = command.load
+
+    def load(target, family, **kwargs):
+        if target == "triton-exact":
+            raise HarnessError("registered kernel 'triton-exact' cannot be loaded: "
+                               "ModuleNotFoundError: No module named 'triton'")
+        return real(target, family, **kwargs)
+
+    monkeypatch.setattr(command, "load", load)
+    found, left_out = timed_kernels("sample", ("torch-fp32", "torch-fp64"),
+                                    (f"{kernels}:scaled",))
+    assert list(found) == ["torch-fp32", "torch-fp64", "triton-inverse-cdf",
+                           f"{kernels}:scaled"]
+    assert left_out == ["triton-exact not timed: registered kernel 'triton-exact' cannot be "
+                        "loaded: ModuleNotFoundError: No module named 'triton'"]
+    with pytest.raises(HarnessError, match="No module named 'triton'"):
+        timed_kernels("sample", ("torch-fp32", "torch-fp64"))
 
 
 def test_launch_grid_syntax():
@@ -305,6 +391,13 @@ def test_on_a_gpu_each_call_gets_a_graph_figure_or_the_reason_it_has_none():
         lambda work, seed: work["x"].argmax(dim=1) + next(counter), argmax_of)
     assert torch.cuda.current_stream() == torch.cuda.default_stream()
 
+    def drawn_then_synced(work, seed):          # draws from the default CUDA generator,
+        noise = torch.rand_like(work["x"])      # then synchronises: its capture fails with
+        return (work["x"] + noise).argmax(dim=1).sum().item()  # the generator capturing
+    assert "synchronises with the host" in timed(drawn_then_synced)
+    torch.rand(8, device=dev)                   # the default generator draws eagerly again
+    assert timed(lambda work, seed: (work["x"] + torch.rand_like(work["x"])).argmax(dim=1)) > 0
+
 
 def test_read_ceiling_is_the_fastest_reader_and_bench_shows_its_percent(tmp_path, kernels):
     from sampling_harness.bench.ceiling import read_ceiling
@@ -314,7 +407,9 @@ def test_read_ceiling_is_the_fastest_reader_and_bench_shows_its_percent(tmp_path
     bench(tmp_path, f"{kernels}:scaled", ceiling=True)
     report = strict_load((tmp_path / "bench.json").read_text())
     assert report["ceilings"][0]["rows"] == 2 and report["ceilings"][0]["bytes_per_s"] > 0
-    assert all(row["pct_of_ceiling"] > 0 for row in report["rows"])
+    timed = [row for row in report["rows"] if row["reason"] is None]   # on a GPU machine
+    assert all(row["pct_of_ceiling"] > 0 for row in timed)   # Triton refuses CPU tensors
+    assert any(row["kernel"].endswith(":scaled") for row in timed)
     assert "% of ceiling" in (tmp_path / "bench.md").read_text()
 
 

@@ -51,7 +51,7 @@ def kernel_file(tmp_path):
     (["check", "nope"], "unknown family 'nope'"),
     (["check", "sample", "--kernel", "no.such.module:fn"], "cannot import 'no.such.module'"),
     (["check", "sample", "--kernel", "sampling_harness.commands.cli"],
-     "is not NAME, package.module:attr"),
+     "names no function: give sampling_harness.commands.cli:FUNCTION"),
     (["check", "sample", "--kernel", "sampling_harness.commands.cli:nothing"],
      "has no attribute 'nothing'"),
     (["check", "all", "--kernel", "torch-fp32"], "check all runs every registered"),
@@ -87,12 +87,16 @@ def test_contract_violation_fails_every_check_and_reports(kernel_file, tmp_path)
                 and " fail in " in line]                   # the reason, as it happens
     assert len(progress) == len(report["checks"])
     assert all("dtype torch.float32" in line for line in progress)
+    assert output.count("dtype torch.float32") == len(report["checks"])   # there only
     end = output[output.index(f"sampling-harness: FAIL ({len(report['checks'])} checks"):]
     assert f"sample: 0 passed, {len(report['checks'])} failed, " in end
     assert end.count("    reproduce: sampling-harness check sample --kernel ") == len(
         report["checks"])
+    assert output.count("reproduce: ") == len(report["checks"])   # in the summary only
     assert "slowest " in end and f"report: {tmp_path}/" in end
     assert "| kernel | check |" not in output
+    for pytest_own in ("FAILURES", "short test summary", "[100%]", " failed in "):
+        assert pytest_own not in output       # only with --pytest-output full (or -v)
 
 
 def test_sigint_leaves_the_report_of_finished_checks(kernel_file, tmp_path):
@@ -191,5 +195,7 @@ def test_smoke_budget_prints_a_line_per_check_and_names_itself(tmp_path):
     assert "[1/2] sample / torch-fp64 / fit_large_vocab: skipped (GPU only)" in output
     assert "[2/2] sample / torch-fp64 / tail: pass in " in output
     assert report["budget"] == "smoke"
+    assert [(s["name"], s["reason"]) for s in report["skipped"]] == [
+        ("fit_large_vocab", "this check runs on a GPU only")]
     tail = report["checks"][0]
     assert tail["min_detectable_effect"] > 0.6   # weaker than quick's 60 % shortfall, stated

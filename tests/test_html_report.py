@@ -251,3 +251,27 @@ def test_real_run_in_a_headless_browser(tmp_path):
         driver.save_screenshot(str(tmp_path / "report.png"))
     finally:
         driver.quit()
+
+
+def test_skipped_checks_are_in_all_four_files_with_their_reason(tmp_path):
+    skipped = [{"name": "big", "family": "sample", "kernel": "k", "target": "k",
+                "role": "kernel", "check": "big", "reason": "this check runs on a GPU only"},
+               {"name": "big", "family": "sample", "kernel": "b", "target": "b",
+                "role": "baseline", "check": "big", "reason": "no <GPU> | here"}]
+    meta = {**META, "complete": True, "selected": 3, "finished": 3, "not_finished": [],
+            "skipped": skipped}
+    write_all(tmp_path, [verdict("a")], meta)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["skipped"] == skipped and report["verdict"] == "pass"
+    assert [c["name"] for c in report["checks"]] == ["a"]
+    suite = ET.parse(tmp_path / "junit.xml").getroot()
+    assert (suite.get("tests"), suite.get("skipped")) == ("3", "2")
+    cases = {c.get("classname"): c.find("skipped") for c in suite.iter("testcase")}
+    assert cases["sample.k"].get("message") == "this check runs on a GPU only"
+    assert cases["sample.b"].get("message") == "no <GPU> | here"
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| k | big | skipped | - | - | - | - | - | this check runs on a GPU only |" in summary
+    assert "| b | big | skipped | - | - | - | - | - | - | no <GPU> / here |" in summary
+    page = (tmp_path / "report.html").read_text()
+    assert page.count('<tr class="skipped">') == 2 and "no &lt;GPU&gt; | here" in page
+    assert "3 of 3 checks finished: 1 pass, 0 fail, 0 error, 2 skipped" in page

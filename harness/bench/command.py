@@ -18,9 +18,11 @@ entry, then repeat 2 ...), and each figure shows the median and the min-max of i
 
 ``--cuda-graph`` times the replay of a CUDA graph of one call (what an engine's decode
 step pays, launch cost apart), the eager figure beside it; a kernel that cannot be
-captured gets the reason instead of a figure. ``--kernel`` adds any target beside the
-baselines; ``--launch KEY=V1,V2`` times the kernels under each launch setting
-(harness/bench/launch.py) beside their default and checks that the setting leaves the output
+captured keeps its eager figure and gets the reason instead of a graph figure (in the
+table's notes). ``--kernel`` adds any target beside the family's own kernels (its registered
+kernels under test) and its baselines; ``--launch KEY=V1,V2`` times the kernels under each
+launch setting (harness/bench/launch.py) beside their default, the ``--kernel`` targets when
+given, else the family's own kernels, and checks that the setting leaves the output
 unchanged. A shape may name a variant of the inputs after a colon (logprobs:
 ``256x151936x21:top``); a shape without one is timed in each variant of the family's
 default shapes, or in those ``--ids`` names.
@@ -44,7 +46,7 @@ from sampling_harness.bench.timing import Spread, profile_table, release, same_o
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES
 from sampling_harness.families.loader import load
-from sampling_harness.families.registry import by_role
+from sampling_harness.families.registry import entries as registered
 from sampling_harness.report.writers import atomic_write
 from sampling_harness.run.runner import resolve_device
 
@@ -56,7 +58,8 @@ class BenchOptions:
 
     family: str
     report_dir: Path
-    kernels: tuple[str, ...] = ()       # --kernel: targets beside the family's baselines
+    kernels: tuple[str, ...] = ()       # --kernel: targets beside the family's own kernels
+                                        # and baselines
     device: str = "auto"
     shapes: tuple[str, ...] = ()        # --shape (none: the family's defaults)
     variants: tuple[str, ...] = ()      # --ids: input variants (logprobs: top, random)
@@ -226,14 +229,13 @@ def render(header: str, rows: list[dict], shape_help: str, baselines: tuple[str,
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
-def _entries(family, kernels: dict, baselines: tuple[str, ...], shapes: list[str],
-             grid: list[dict]) -> list[dict]:
-    """(shape, kernel, setting) entries: baselines at their defaults, every other kernel at
-    its default and then at each setting of the grid."""
+def _entries(family, kernels: dict, tuned, shapes: list[str], grid: list[dict]) -> list[dict]:
+    """(shape, kernel, setting) entries: every kernel at its default, those of ``tuned``
+    then at each setting of the grid."""
     entries = []
     for shape in shapes:
         for name, kernel in kernels.items():
-            settings = [{}] if name in baselines else list(
+            settings = [{}] if name not in tuned else list(
                 {label(s): s for s in [{}, *grid]}.values())
             for setting in settings:
                 fn = bind(name, kernel.fn, family.parameters, setting)
@@ -264,6 +266,58 @@ def _compare_settings(entries: list[dict], make_inputs, device: torch.device) ->
         release(device)
 
 
+def timed_kernels(family: str, baselines: tuple[str, ...], targets: tuple[str, ...] = ()
+                  ) -> tuple[dict, list[str]]:
+    """The kernels a bench of ``family`` times, by name, in the table's order: its
+    baselines, its own kernels (the registered kernels under test), then ``targets`` (the
+    ``--kernel`` ones); and a note for each own kernel left out. An own kernel that cannot
+    be loaded (Triton not installed) ends a run without targets; beside targets it is left
+    out with the reason."""
+    kernels = {name: load(name, family, command="bench") for name in baselines}
+    left_out = []
+    for name, entry in registered(family).items():
+        if name in kernels or entry.declared is not None:      # a declared mutant
+            continue
+        try:
+            if entry.role == "kernel":
+                kernels[name] = load(name, family, command="bench")
+        except HarnessError as exc:
+            if not targets:
+                raise
+            left_out.append(f"{name} not timed: {exc}")
+    for target in targets:
+        kernels.setdefault(target, load(target, family, command="bench"))
+    return kernels, left_out
+
+
+def time_entries(entries: list[dict], make_inputs, device: torch.device, calls: int,
+                 repeat: int, cuda_graph: bool, check=None) -> tuple[dict, dict, dict]:
+    """Time every entry ``repeat`` times, round the entries: (eager, graph, reasons) as
+    ``build_rows`` takes them. An entry whose call raises gets the reason and no further
+    repeat. Under ``cuda_graph``, an entry whose capture failed keeps its eager figure,
+    gets the reason in its graph figures, and is timed eager only in its later repeats (a
+    failed capture is not tried again)."""
+    eager, graph, reasons = {}, {}, {}
+    for _ in range(repeat):
+        for entry in entries:
+            key = entry["key"]
+            if key in reasons:
+                continue
+            try_graph = cuda_graph and not any(isinstance(g, str) for g in graph.get(key, []))
+            try:
+                e, g = time_entry(entry["call"], lambda s=entry["shape"]: make_inputs(s),
+                                  device, calls, graph=try_graph, check=check)
+            except Exception as exc:   # noqa: BLE001 - a kernel that raises gets a reason
+                first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+                reasons[key] = f"the call raised {type(exc).__name__}: {first}"
+                release(device)
+                continue
+            eager.setdefault(key, []).append(e)
+            if try_graph or not cuda_graph:
+                graph.setdefault(key, []).append(g)
+    return eager, graph, reasons
+
+
 def run_bench(options: BenchOptions) -> int:
     """Time ``options``' entries, print the table and write bench.md and bench.json (and
     bench-profile.md with ``profile``) to its report directory; 0, or a HarnessError."""
@@ -279,9 +333,8 @@ def run_bench(options: BenchOptions) -> int:
     if cuda_graph and dev.type != "cuda":
         raise HarnessError("--cuda-graph needs a CUDA device")
     grid = [s for s in parse_grid(list(options.launch)) if s]
-    names = list(dict.fromkeys([*spec.baselines,
-                                *(options.kernels or by_role(family_name, "kernel"))]))
-    kernels = {name: load(name, family_name) for name in names}
+    kernels, left_out = timed_kernels(family_name, spec.baselines, options.kernels)
+    tuned = set(options.kernels or (name for name in kernels if name not in spec.baselines))
     defaults = spec.gpu_shapes if dev.type == "cuda" else spec.cpu_shapes
     if variants and not any(":" in shape for shape in defaults):
         raise HarnessError(f"family {family_name!r} has no input variants (--ids)")
@@ -309,7 +362,7 @@ def run_bench(options: BenchOptions) -> int:
         rows_of[shape] = largest.shape[0] if largest.dim() else 1
         del inputs, largest
         release(dev)
-    entries = _entries(family, kernels, spec.baselines, cases, grid)
+    entries = _entries(family, kernels, tuned, cases, grid)
     if grid:
         _compare_settings(entries, make_inputs, dev)
     bandwidth = copy_bandwidth(dev)
@@ -323,22 +376,8 @@ def run_bench(options: BenchOptions) -> int:
                 readers[shape_of_read] = read_ceiling(*shape_of_read, dev)
             ceilings[shape] = readers[shape_of_read][0]
     calls = options.calls or (50 if dev.type == "cuda" else 5)
-    eager, graph, reasons = {}, {}, {}
-    for _ in range(repeat):
-        for entry in entries:
-            key = entry["key"]
-            if key in reasons:
-                continue
-            try:
-                e, g = time_entry(entry["call"], lambda s=entry["shape"]: make_inputs(s), dev,
-                                  calls, graph=cuda_graph, check=family.validate)
-            except Exception as exc:   # noqa: BLE001 - a kernel that raises gets a reason
-                first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
-                reasons[key] = f"the call raised {type(exc).__name__}: {first}"
-                release(dev)
-                continue
-            eager.setdefault(key, []).append(e)
-            graph.setdefault(key, []).append(g)
+    eager, graph, reasons = time_entries(entries, make_inputs, dev, calls, repeat, cuda_graph,
+                                         family.validate)
     rows = build_rows(entries, eager, graph, reasons, floors, bandwidth, ceilings,
                       spec.baselines, cuda_graph)
     device_name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
@@ -350,6 +389,7 @@ def run_bench(options: BenchOptions) -> int:
               + "".join(f"; ceiling {rows}x{cols}: {bw / 1e12:.2f} TB/s by {name}"
                         for (rows, cols), (bw, name) in readers.items()))
     table = render(header, rows, spec.shape_help, spec.baselines, cuda_graph, options.ceiling)
+    table += "".join(f"\n{note}\n" for note in left_out)
     print(table)
     atomic_write(report_dir / "bench.md", table)
     if options.profile:

@@ -273,6 +273,9 @@ def time_entry(call: Callable[[dict, int], object], make_inputs: Callable[[], di
 
 
 def _repeat(call, work: _Work, flush: torch.Tensor, calls: int, graph: bool, check):
+    """The eager figure first, then (``graph``) the capture and its replays: a call that
+    cannot be captured, or whose graph cannot be replayed, keeps its eager figure and gets
+    the reason, and what the failed capture left behind is undone (``after_failed_capture``)."""
     for i in range(WARM_CALLS):
         work.refresh()
         call(work.work, 1000 + i)
@@ -281,13 +284,33 @@ def _repeat(call, work: _Work, flush: torch.Tensor, calls: int, graph: bool, che
         return eager, eager
     try:
         captured = classify_capture(lambda: _capture(call, work, 1000, check))
+        return eager, statistics.median(_graph_ms(captured, work, flush, calls))
     except NotCapturable as exc:
-        try:
-            torch.cuda.synchronize(flush.device)
-        except Exception:   # noqa: BLE001 - a failed capture may leave an error behind
-            pass
-        return eager, str(exc)
-    return eager, statistics.median(_graph_ms(captured, work, flush, calls))
+        reason = str(exc)
+    except Exception as exc:    # noqa: BLE001 - a graph that cannot be replayed: a reason
+        reason = f"graph replay raised {type(exc).__name__}: {_first_line(exc)}"
+    after_failed_capture(flush.device)
+    return eager, reason
+
+
+def after_failed_capture(device: torch.device) -> None:
+    """Undo what a failed capture leaves behind, so that the eager calls after it (this
+    entry's next repeats, the next entries) run as before it: the error it may have left
+    on the device (``_capture`` already restored the current stream) and the capture state
+    of torch's CUDA generators. A capture that ends in an error never reaches the
+    generators' capture epilogue: each default generator stays "capturing", and every later
+    draw from it outside a capture raises "Offset increment outside graph capture
+    encountered unexpectedly". Each is given a fresh copy of its state (same seed and
+    offset, not capturing). Nothing on a CPU."""
+    if device.type != "cuda":
+        return
+    try:
+        torch.cuda.synchronize(device)
+    except Exception:   # noqa: BLE001 - a failed capture may leave an error behind
+        pass
+    for generator in torch.cuda.default_generators:
+        if hasattr(generator, "graphsafe_set_state"):
+            generator.graphsafe_set_state(generator.clone_state())
 
 
 def host_us(fn: Callable[[], object], reps: int = 300) -> float:

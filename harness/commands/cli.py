@@ -9,8 +9,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 from datetime import datetime
 from pathlib import Path
@@ -27,18 +30,48 @@ from sampling_harness.run.sanitize import require_tool
 from sampling_harness.scale import distributed, precompile, xdist_gpus
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line on stderr, exit code 2 (the usage stays under ``--help``);
+    an invalid choice lists the choices as they are typed."""
+
+    def error(self, message: str):
+        self.exit(2, f"sampling-harness: error: {message}\n")
+
+    def _check_value(self, action, value):
+        if action.choices is not None and value not in action.choices:
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from "
+                                                 f"{', '.join(map(str, action.choices))})")
+
+
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """End the help of each option of ``parser`` with its default, where it has one worth
+    showing (not None, a switch or an empty list) and its help does not already say it."""
+    for action in parser._actions:
+        default, text = action.default, action.help
+        if text == argparse.SUPPRESS or "default" in (text or "").lower():
+            continue
+        if action.dest == "report_dir" and default is None:
+            action.help = "default: reports/<timestamp>/"
+        elif default not in (None, argparse.SUPPRESS, [], ()) and not isinstance(default, bool):
+            action.help = f"{text} (default: %(default)s)" if text else "default: %(default)s"
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sampling-harness", description=__doc__.split("\n")[0])
+    parser = _Parser(prog="sampling-harness", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="run the checks of a family (or all) against kernels")
     check.add_argument("family", help=f"{' | '.join(family_names())} | all")
     options.add_to_argparse(check)
-    sub.add_parser("list", help="families, kernels and mutants")
+    listing = sub.add_parser("list", help="families, kernels and mutants")
+    listing.add_argument("family", nargs="?", choices=family_names(),
+                         help="only this family (default: every family)")
     bench = sub.add_parser("bench", help="time kernels of a family (GPU)")
     bench.add_argument("family", choices=family_names())
     bench.add_argument("--kernel", action="append", default=[], metavar="TARGET",
-                       help="time this kernel beside the family's baselines (repeatable)")
-    bench.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+                       help="time this kernel beside the family's own kernels and baselines "
+                            "(repeatable)")
+    bench.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
+                       help="auto: CUDA when torch sees a GPU, else the CPU")
     bench.add_argument("--shape", action="append", default=[], metavar="SHAPE",
                        help="sample: BxV; rejection, draft-probs: BxKxV; logprobs: "
                             "BxVxK[:top|random]; sample-logits: BxV[:filter] (repeatable)")
@@ -70,6 +103,8 @@ def _parser() -> argparse.ArgumentParser:
                                            "family's checks over many harness seeds"))
     selftest.add_arguments(sub.add_parser("selftest", help="every registered kernel must pass "
                                           "and every mutant fail the checks that catch it"))
+    for subparser in sub.choices.values():
+        _show_defaults(subparser)
     return parser
 
 
@@ -116,10 +151,13 @@ def run_check(args) -> int:
         pytest_args += ["-k", args.select]
 
     import pytest
+
+    from sampling_harness.run.guest import only_own_plugins
+
     ahead = precompile_ahead(args, device, families, report_dir) \
         if shard.world == 1 and not args.sanitize else None
-    try:
-        with _sigterm_stops_the_run():
+    try:    # only the plugins the run needs, in its xdist workers too (run/guest.py)
+        with _sigterm_stops_the_run(), only_own_plugins():
             code = pytest.main(pytest_args)
     finally:
         if ahead is not None:
@@ -217,9 +255,12 @@ def _describe(meta: dict) -> str:
     return ""
 
 
-def run_list() -> int:
-    """Every registered kernel with its family, role, package and target."""
+def run_list(only: str | None = None) -> int:
+    """Every registered kernel with its family, role, package and target (of family ``only``
+    alone, when given)."""
     for family, spec in FAMILIES.items():
+        if only is not None and family != only:
+            continue
         print(f"family {family}: {spec.doc}")
         ordered = sorted(entries(family).items(),
                          key=lambda item: (ROLES.index(item[1].role), item[0]))
@@ -230,37 +271,74 @@ def run_list() -> int:
     return 0
 
 
+HYPOTHESIS_STORAGE = "HYPOTHESIS_STORAGE_DIRECTORY"
+
+
+@contextlib.contextmanager
+def _hypothesis_storage_elsewhere():
+    """While inside, Hypothesis keeps its files (its constants cache of local modules, an
+    example database a check did not turn off, observability logs) in a temporary directory
+    removed on the way out, not in ``.hypothesis/`` of the working directory: by the
+    environment variable, which the run's pytest, its xdist workers and its child runs
+    read, and in this process too where Hypothesis has already settled on a directory. A
+    ``HYPOTHESIS_STORAGE_DIRECTORY`` the user set is kept. Both restored on the way out: a
+    plain pytest run in this process, or started by it afterwards, is left as it was."""
+    if os.environ.get(HYPOTHESIS_STORAGE):
+        yield
+        return
+    configuration = sys.modules.get("hypothesis.configuration")
+    settled = vars(configuration).get("__hypothesis_home_directory") if configuration else None
+    storage = tempfile.mkdtemp(prefix="sampling-harness-hypothesis-")
+    os.environ[HYPOTHESIS_STORAGE] = storage
+    if settled is not None:
+        configuration.set_hypothesis_home_dir(storage)
+    try:
+        yield
+    finally:
+        os.environ.pop(HYPOTHESIS_STORAGE, None)
+        configuration = sys.modules.get("hypothesis.configuration")
+        if configuration is not None and hasattr(configuration, "set_hypothesis_home_dir"):
+            configuration.set_hypothesis_home_dir(settled)
+        shutil.rmtree(storage, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     distributed.multicast_off()     # never NVLink multicast, here and in every child process
     args = _parser().parse_args(argv)
     use_triton_interpreter_without_gpu()
     try:
-        if args.command == "list":
-            return run_list()
-        if args.command == "bench":
-            from sampling_harness.bench.command import BenchOptions, run_bench
-            return run_bench(BenchOptions.from_args(args, _report_dir(args.report_dir)))
-        if args.command == "simulate":
-            from sampling_harness.commands.simulate import run_simulate
-            return run_simulate(args, _report_dir(args.report_dir))
-        if args.command == "reproduce":
-            from sampling_harness.commands.reproduce import run_reproduce
-            return run_reproduce(args, _report_dir(args.report_dir))
-        if args.command == "compare":
-            from sampling_harness.commands.compare import run_compare
-            return run_compare(args)
-        if args.command == "selftest":
-            from sampling_harness.commands.selftest import run_selftest
-            return run_selftest(args, _report_dir(args.report_dir))
-        if args.command == "calibrate":
-            from sampling_harness.commands.calibrate import run_calibrate
-            return run_calibrate(args, _report_dir(args.out))
-        return run_check(args)
+        with _hypothesis_storage_elsewhere():
+            return _dispatch(args)
     except HarnessError as exc:
         print(f"sampling-harness: error: {exc}", file=sys.stderr)
         return 2
     finally:
         distributed.shutdown()
+
+
+def _dispatch(args) -> int:
+    """Run the subcommand ``args`` names; its exit code."""
+    if args.command == "list":
+        return run_list(args.family)
+    if args.command == "bench":
+        from sampling_harness.bench.command import BenchOptions, run_bench
+        return run_bench(BenchOptions.from_args(args, _report_dir(args.report_dir)))
+    if args.command == "simulate":
+        from sampling_harness.commands.simulate import run_simulate
+        return run_simulate(args, _report_dir(args.report_dir))
+    if args.command == "reproduce":
+        from sampling_harness.commands.reproduce import run_reproduce
+        return run_reproduce(args, _report_dir(args.report_dir))
+    if args.command == "compare":
+        from sampling_harness.commands.compare import run_compare
+        return run_compare(args)
+    if args.command == "selftest":
+        from sampling_harness.commands.selftest import run_selftest
+        return run_selftest(args, _report_dir(args.report_dir))
+    if args.command == "calibrate":
+        from sampling_harness.commands.calibrate import run_calibrate
+        return run_calibrate(args, _report_dir(args.out))
+    return run_check(args)
 
 
 if __name__ == "__main__":

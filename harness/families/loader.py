@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import inspect
@@ -56,12 +57,40 @@ def _import_attr(target: str) -> object:
     return getattr(module, attr)
 
 
-def load(target: str, family: str) -> Kernel:
-    """Resolve ``target`` for ``family`` and check that it is callable with the contract."""
+def _not_a_target(target: str, family: str, found: dict, command: str) -> HarnessError:
+    """The error for a TARGET that is neither a name registered for ``family`` nor
+    ``module:attr``: a name of another family names that family and the command to run;
+    a module or file without ``:attr`` says so; anything else gets the closest names."""
+    for other in FAMILIES:
+        try:
+            elsewhere = other != family and target in entries(other)
+        except HarnessError:        # that family's registry is broken: not ours to report
+            elsewhere = False
+        if elsewhere:
+            return HarnessError(f"{target!r} is a kernel of family {other}; run "
+                                f"'sampling-harness {command} {other} --kernel {target}'")
+    own = "package.module:attr or path/to/file.py:attr"
+    if target.endswith(".py") or "/" in target or "." in target:
+        return HarnessError(f"kernel target {target!r} names no function: give "
+                            f"{target}:FUNCTION ({own})")
+    close = difflib.get_close_matches(target, list(found), n=3, cutoff=0.6)
+    mutants = sorted(name for name, entry in found.items() if entry.declared is not None)
+    registered = sorted(name for name in found if name not in mutants)
+    hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+    return HarnessError(f"no kernel {target!r} in family {family}{hint} (registered: "
+                        f"{', '.join(registered) or 'none'}; mutants: "
+                        f"{', '.join(mutants) or 'none'}; a kernel of your own: {own})")
+
+
+def load(target: str, family: str, *, command: str = "check") -> Kernel:
+    """Resolve ``target`` for ``family`` and check that it is callable with the contract.
+    ``command`` is the subcommand a name of another family is pointed to."""
     if family not in FAMILIES:
         raise HarnessError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
     contract = FAMILIES[family]
     found = entries(family)
+    if target not in found and ":" not in target:
+        raise _not_a_target(target, family, found, command)
     name, resolved = (target, found[target].target) if target in found else (target, target)
     fn = _import_attr(resolved)
     if not callable(fn):

@@ -24,7 +24,7 @@ h1 { font-size: 1.5em; margin: 0 0 .3em; } h2 { font-size: 1.2em; margin-top: 1.
 h3 { font-size: 1em; margin: 0 0 .4em; }
 .badge { padding: .1em .5em; border-radius: 4px; color: #fff; font-weight: 600; }
 .pass { background: #1e8449; } .fail { background: #c0392b; } .error { background: #7d3c98; }
-.incomplete { background: #b9770e; }
+.incomplete { background: #b9770e; } .skipped { background: #7f8c8d; }
 .banner { border: 2px solid #b9770e; background: #fdf2e9; padding: .5em 1em; margin: .5em 0 1em;
   max-width: 60em; font-weight: 600; }
 .meta { border-collapse: collapse; margin: .3em 0 1em; }
@@ -35,6 +35,7 @@ table.checks { border-collapse: collapse; width: 100%; font-size: 13px; }
 .checks th { background: #f4f6f7; position: sticky; top: 0; white-space: nowrap; }
 .checks td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 .checks tr.bad td { background: #fdedec; } .checks tr.stated td { background: #fef9e7; }
+.checks tr.skipped td { color: #777; }
 .checks td.msg { max-width: 40em; overflow-wrap: anywhere; }
 code { font: 12px ui-monospace, monospace; background: #f4f6f7; padding: .1em .3em;
   overflow-wrap: anywhere; }
@@ -92,6 +93,13 @@ class FigureCache:
 CACHE = FigureCache()
 
 
+def skipped_checks(meta: dict) -> list[dict]:
+    """The records of the run's skipped checks (report.json's ``skipped``): family, kernel,
+    name, check, reason (and target, role); none where the run says none."""
+    skipped = meta.get("skipped")
+    return [r for r in skipped if isinstance(r, dict)] if isinstance(skipped, list) else []
+
+
 def rank(v: Verdict) -> int:
     """Where a check goes in the page: 0 errors, 1 verdicts the run did not expect (a kernel
     that failed, a mutant that passed), 2 failures it expected (a mutant caught), 3 passes."""
@@ -122,12 +130,14 @@ def _anchor(index: int, v: Verdict) -> str:
 def _header(verdicts: list[Verdict], meta: dict) -> str:
     state = run_verdict(verdicts, meta)
     counts = {s: sum(v.verdict == s for v in verdicts) for s in ("pass", "fail", "error")}
+    skipped = len(skipped_checks(meta))
     complete = ("complete" if meta.get("complete", True) else
                 "INCOMPLETE: stopped, timed out, lost a worker, or still running")
     finished = overall(verdicts)
     rows = [("overall verdict", f'<span class="badge {state}">{state.upper()}</span>'),
             ("checks", f"{escape(finished_of_selected(verdicts, meta))}: {counts['pass']} "
-                       f"pass, {counts['fail']} fail, {counts['error']} error"),
+                       f"pass, {counts['fail']} fail, {counts['error']} error"
+                       + (f", {skipped} skipped" if skipped else "")),
             ("run", escape(complete)),
             ("budget", escape(str(meta.get("budget", "-")))),
             ("device", escape(str(meta.get("device", "-")))),
@@ -166,10 +176,21 @@ def _row(index: int, v: Verdict) -> str:
     return f'<tr class="{("bad", "bad", "stated", "")[rank(v)]}">{tds}</tr>'
 
 
-def _table(ordered: list[tuple[int, Verdict]]) -> str:
+def _skipped_row(record: dict) -> str:
+    """A skipped check: its reason in the message column, no number."""
+    cells = [escape(str(record.get(k, "-"))) for k in ("kernel", "family", "name")]
+    cells += ['<span class="badge skipped">skipped</span>', *["-"] * 5,
+              escape(str(record.get("reason", "")))]
+    classes = ["", "", "", "", "num", "num", "num", "", "num", "msg"]
+    tds = "".join(f'<td class="{c}">{x}</td>' if c else f"<td>{x}</td>"
+                  for c, x in zip(classes, cells, strict=True))
+    return f'<tr class="skipped">{tds}</tr>'
+
+
+def _table(ordered: list[tuple[int, Verdict]], skipped: list[dict] = ()) -> str:
     head = ("kernel", "family", "check", "verdict", "p-value", "alpha", "samples",
             "min. detectable effect", "seconds", "message")
-    rows = "\n".join(_row(i, v) for i, v in ordered)
+    rows = "\n".join([*(_row(i, v) for i, v in ordered), *map(_skipped_row, skipped)])
     return (f'<table class="checks"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}'
             f"</tr></thead><tbody>\n{rows}\n</tbody></table>")
 
@@ -210,7 +231,8 @@ def _section(index: int, v: Verdict, cache: FigureCache) -> str:
 
 def to_html(verdicts: list[Verdict], meta: dict, cache: FigureCache = CACHE) -> str:
     """The whole page: header, failures with their reproduce commands, the table of checks
-    (errors and unexpected verdicts first), then a section per check with a figure or a failure."""
+    (errors and unexpected verdicts first, skipped checks last, with their reason), then a
+    section per check with a figure or a failure."""
     ordered = sorted(enumerate(verdicts), key=lambda iv: rank(iv[1]))
     sections = "\n".join(s for s in (_section(i, v, cache) for i, v in ordered) if s)
     state = run_verdict(verdicts, meta)
@@ -219,6 +241,6 @@ def to_html(verdicts: list[Verdict], meta: dict, cache: FigureCache = CACHE) -> 
             f'<link rel="icon" href="data:,">'
             f"<title>sampling-harness: {state.upper()}</title><style>{STYLE}</style></head>"
             f"<body>\n{_header(verdicts, meta)}\n{_failures(ordered)}\n<h2>Checks</h2>\n"
-            f"{_table(ordered)}\n<h2>Details</h2>\n"
+            f"{_table(ordered, skipped_checks(meta))}\n<h2>Details</h2>\n"
             f"{sections or '<p class=muted>no check of this run has a figure</p>'}\n"
             f"</body></html>\n")

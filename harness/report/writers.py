@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from sampling_harness.errors import HarnessError
-from sampling_harness.report.html import to_html
+from sampling_harness.report.html import skipped_checks, to_html
 from sampling_harness.verdict import Verdict, finished_of_selected, overall, run_verdict
 
 _UMASK = os.umask(0)
@@ -52,9 +52,12 @@ def _finite(value):
 def to_json(verdicts: list[Verdict], meta: dict) -> str:
     """``verdict``: the run's ("incomplete" when it did not finish, ``run_verdict``);
     ``verdict_of_finished``: what the finished checks say; ``finished`` (with a verdict or
-    skipped) of ``selected`` checks; each check's ``duration`` in seconds."""
+    skipped) of ``selected`` checks; each check's ``duration`` in seconds; ``skipped``: the
+    records of the skipped checks (never in ``checks``, whose readers expect a verdict).
+    Every field: docs/reference/report-json.md."""
     body = {"verdict": run_verdict(verdicts, meta), "verdict_of_finished": overall(verdicts),
-            "finished": len(verdicts), **meta, "checks": [v.to_dict() for v in verdicts]}
+            "finished": len(verdicts), **meta, "skipped": skipped_checks(meta),
+            "checks": [v.to_dict() for v in verdicts]}
     return json.dumps(_finite(body), indent=2) + "\n"
 
 
@@ -68,15 +71,17 @@ def incomplete_line(verdicts: list[Verdict], meta: dict) -> str:
 
 
 def to_junit(verdicts: list[Verdict], meta: dict | None = None) -> str:
-    """One testcase per check; the run's verdict and count as testsuite properties, and an
-    incomplete run as one more testcase in error, so CI never reads it as green."""
+    """One testcase per check (a skipped check: ``skipped`` with its reason, after the
+    others); the run's verdict and count as testsuite properties, and an incomplete run as
+    one more testcase in error, so CI never reads it as green."""
     meta = meta or {}
     incomplete = run_verdict(verdicts, meta) == "incomplete"
+    not_run = skipped_checks(meta)
     failures = sum(v.verdict != "error" and not v.as_expected for v in verdicts)
     errors = sum(v.verdict == "error" for v in verdicts) + incomplete
-    skipped = sum(v.verdict == "fail" and v.as_expected for v in verdicts)
+    skipped = sum(v.verdict == "fail" and v.as_expected for v in verdicts) + len(not_run)
     suite = ET.Element("testsuite", name="sampling-harness",
-                       tests=str(len(verdicts) + incomplete),
+                       tests=str(len(verdicts) + incomplete + len(not_run)),
                        failures=str(failures), errors=str(errors), skipped=str(skipped),
                        time=f"{sum(v.duration for v in verdicts):.3f}")
     properties = ET.SubElement(suite, "properties")
@@ -102,6 +107,10 @@ def to_junit(verdicts: list[Verdict], meta: dict | None = None) -> str:
         elif v.verdict == "fail":     # a baseline failing as its expectation states
             ET.SubElement(case, "skipped", message=f"failed as stated: {v.why}")
         ET.SubElement(case, "system-out").text = json.dumps(_finite(v.to_dict()), indent=1)
+    for record in not_run:
+        case = ET.SubElement(suite, "testcase", classname=f"{record.get('family')}."
+                             f"{record.get('kernel')}", name=str(record.get("name")), time="0")
+        ET.SubElement(case, "skipped", message=str(record.get("reason", "")))
     return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode") + "\n"
 
 
@@ -124,10 +133,17 @@ HEADER = ["kernel", "check", "verdict", "p-value", "alpha", "samples",
           "min. detectable effect", "seconds", "message"]
 
 
-def _table(verdicts: list[Verdict], stated: bool) -> list[str]:
+def _skipped_row(record: dict, stated: bool) -> str:
+    """A skipped check: no number, its reason as the message."""
+    cells = [record.get("kernel"), record.get("name"), "skipped", *["-"] * (5 + stated),
+             record.get("reason", "")]
+    return "| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |"
+
+
+def _table(verdicts: list[Verdict], stated: bool, skipped: list[dict] = ()) -> list[str]:
     header = HEADER[:3] + ["stated"] + HEADER[3:] if stated else HEADER
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *(_row(v, stated) for v in verdicts)]
+            *(_row(v, stated) for v in verdicts), *(_skipped_row(r, stated) for r in skipped)]
 
 
 def to_markdown(verdicts: list[Verdict], meta: dict) -> str:
@@ -135,6 +151,9 @@ def to_markdown(verdicts: list[Verdict], meta: dict) -> str:
     behaviour, are listed apart with their stated expectation, which the run gates on."""
     kernels = [v for v in verdicts if v.role != "baseline"]
     baselines = [v for v in verdicts if v.role == "baseline"]
+    skipped = skipped_checks(meta)
+    kernels_skipped = [r for r in skipped if r.get("role") != "baseline"]
+    baselines_skipped = [r for r in skipped if r.get("role") == "baseline"]
     unfinished = meta.get("not_finished") or []
     state = run_verdict(verdicts, meta)
     title = f"INCOMPLETE ({finished_of_selected(verdicts, meta)})" if state == "incomplete" \
@@ -147,11 +166,12 @@ def to_markdown(verdicts: list[Verdict], meta: dict) -> str:
              f"budget `{meta.get('budget')}`, device `{meta.get('device')}`, harness seed "
              f"`{meta.get('harness_seed')}`, family-wise false-fail budget "
              f"`{meta.get('family_alpha')}`{_spread(meta)}", ""]
-    if kernels:
-        lines += _table(kernels, stated=False)
-    if baselines:
+    if kernels or kernels_skipped:
+        lines += _table(kernels, stated=False, skipped=kernels_skipped)
+    if baselines or baselines_skipped:
         lines += ["", "## Baselines (engines' shipped behaviour, gated on their stated "
-                      "expectation)", "", *_table(baselines, stated=True)]
+                      "expectation)", "", *_table(baselines, stated=True,
+                                                  skipped=baselines_skipped)]
         lines += ["", *sorted({f"- {v.kernel}: {v.why}" for v in baselines if v.why})]
     failed = [v for v in verdicts if not v.as_expected]
     if failed:

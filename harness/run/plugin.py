@@ -17,6 +17,13 @@ given, or the collection of a family's declaration (``activate``). Only then doe
 the harness needs (``harness_environment``: the Triton interpreter on a machine without a
 GPU, NVLink multicast off), register its marks and start its session.
 
+A light guest: loading the plugin imports only the standard library, pytest and the light
+table of run options (``sampling_harness.options``): no torch, Triton, NumPy, SciPy,
+Hypothesis nor family. What the harness runs with is imported inside the hooks, once the run
+has selected it (or when the ``harness_checks`` fixture is used); the declaring modules'
+files are found from the entry points without importing ``sampling_harness.families``
+(``declarations``). tests/test_foreign_project.py measures it.
+
 Scale-out: ``--harness-gpus N`` spreads the checks over N pytest-xdist workers, one GPU each,
 their verdicts merged into one report (``sampling_harness.scale.xdist_gpus``); under torchrun every
 rank
@@ -34,20 +41,19 @@ import os
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from sampling_harness.device import resolve_device, use_triton_interpreter_without_gpu
-from sampling_harness.errors import HarnessError
-from sampling_harness.families import FAMILIES, GROUP, declaring_files
 from sampling_harness.options import DEFAULTS, add_to_pytest
-from sampling_harness.report.writers import append_step_summary
-from sampling_harness.run.check_context import CheckContext
-from sampling_harness.run.sanitize import require_tool
-from sampling_harness.run.session import HarnessSession, finished
-from sampling_harness.scale import distributed, durations, precompile, schedule, xdist_gpus
+
+if TYPE_CHECKING:
+    from sampling_harness.run.session import HarnessSession
 
 SESSION = pytest.StashKey["HarnessSession"]()
+# the entry-point group of the families (``sampling_harness.families.GROUP``, which imports
+# torch: read here without it; tests/test_foreign_project.py keeps the two equal)
+FAMILY_GROUP = "sampling_harness.families"
 
 
 def pytest_addoption(parser):
@@ -60,15 +66,27 @@ def harness_environment(env=None):
     """What the harness's own processes need in their environment (default: this process's,
     inherited by every child and xdist worker): Triton's interpreter where torch sees no GPU
     (before triton is first imported; an explicit setting wins), NVLink multicast off."""
+    from sampling_harness.device import use_triton_interpreter_without_gpu
+    from sampling_harness.scale import distributed
+
     use_triton_interpreter_without_gpu(env)
     return distributed.multicast_off(env)
 
 
 @cache
 def declarations() -> dict[Path, tuple[str, str]]:
-    """Each installed family's declaring module file -> (family name, module name)."""
-    modules = {ep.name: ep.module for ep in entry_points(group=GROUP)}
-    return {path: (name, modules[name]) for name, path in declaring_files().items()}
+    """Each installed family's declaring module file -> (family name, module name), from the
+    entry points, importing no family (only the packages above each module), nor
+    ``sampling_harness.families`` (its ``declaring_files`` reads the same)."""
+    found = {}
+    for ep in entry_points(group=FAMILY_GROUP):
+        try:
+            spec = importlib.util.find_spec(ep.module)
+        except (ImportError, ValueError):
+            spec = None             # the registry says why, once the family is asked for
+        if spec is not None and spec.origin:
+            found[Path(os.path.realpath(spec.origin))] = (ep.name, ep.module)
+    return found
 
 
 def _declaring(path) -> tuple[str, str] | None:
@@ -88,7 +106,12 @@ def activate(config) -> HarnessSession:
     state = config.stash.get(SESSION, None)
     if state is not None:
         return state
-    harness_environment()
+    harness_environment()      # before the modules below import torch (and Triton)
+    from sampling_harness.errors import HarnessError
+    from sampling_harness.run.sanitize import require_tool
+    from sampling_harness.run.session import HarnessSession
+    from sampling_harness.scale import precompile, xdist_gpus
+
     config.addinivalue_line("markers", "family(name): the kernel family a suite module checks")
     config.addinivalue_line("markers", "statistical: a check that spends part of the run's "
                                        "false-fail budget")
@@ -132,6 +155,8 @@ class FamilyChecks(pytest.Module):
 
     def collect(self):
         state = activate(self.config)
+        from sampling_harness.families import FAMILIES
+
         family = FAMILIES[self.family_name]
         kernels = state.kernels(family.name)
         for check in family.checks:
@@ -154,6 +179,8 @@ class CheckItem(pytest.Item):
                 self.add_marker(mark)
 
     def runtest(self):
+        from sampling_harness.run.check_context import CheckContext
+
         CheckContext(activate(self.config), self.kernel, self).run(self.check.function)
 
     def reportinfo(self):
@@ -195,7 +222,11 @@ class _Watch:
         self.config = config
 
     def pytest_runtest_logreport(self, report):
-        if SESSION not in self.config.stash and xdist_gpus.unpack(report) is not None:
+        if SESSION in self.config.stash or not getattr(report, "user_properties", None):
+            return                  # a verdict rides on user_properties: none, no check
+        from sampling_harness.scale import xdist_gpus
+
+        if xdist_gpus.unpack(report) is not None:
             activate(self.config).pytest_runtest_logreport(report)   # registered too late
 
 
@@ -204,6 +235,10 @@ def pytest_cmdline_main(config):
     """``--harness-gpus N``: N pinned xdist workers (before xdist reads its options)."""
     if config.getoption("harness_gpus") is not None \
             or config.getoption("harness_workers_per_gpu") is not None:
+        from sampling_harness.device import resolve_device
+        from sampling_harness.errors import HarnessError
+        from sampling_harness.scale import xdist_gpus
+
         try:
             device = resolve_device(config.getoption("harness_device"))
         except HarnessError as exc:
@@ -214,6 +249,8 @@ def pytest_cmdline_main(config):
 def pytest_unconfigure(config):
     state = _state(config)
     if state is not None and state.owns_group:
+        from sampling_harness.scale import distributed
+
         distributed.shutdown()
 
 
@@ -224,6 +261,8 @@ def pytest_collection_modifyitems(session, config, items):
     state = _state(config)
     if state is None:
         return
+    from sampling_harness.scale import durations, schedule
+
     if hasattr(config, "workerinput"):
         schedule.for_workers(items, durations.load(state.device.type, state.budget),
                              int(config.workerinput.get("workercount", 1)),
@@ -250,6 +289,8 @@ def pytest_runtest_setup(item):
     state = _state(item.config)
     if state is not None and item.get_closest_marker("gpu") is not None and _is_check(item):
         if state.device.type != "cuda":
+            from sampling_harness.scale import xdist_gpus
+
             kernel = item.kernel
             item.user_properties.append((xdist_gpus.LINE, (
                 f"{kernel.family} / {kernel.name} / {item.check.name}: skipped (GPU only)")))
@@ -258,10 +299,13 @@ def pytest_runtest_setup(item):
 
 def pytest_report_teststatus(report, config):
     """No progress dots for checks: each prints its own line (``HarnessSession.progress``);
-    other tests keep pytest's."""
+    other tests keep pytest's. A check's verdict or skip is not pytest's to show again
+    (FAILURES, short summary, count) unless asked (``HarnessSession.said``)."""
     state = _state(config)
     if state is not None and report.nodeid in state.checks and (
             report.when == "call" or report.skipped and report.when == "setup"):
+        if state.said(report):
+            return "", "", ""
         if hasattr(report, "wasxfail"):
             return "xfailed", "", "XFAIL"
         return report.outcome, "", report.outcome.upper()
@@ -274,6 +318,10 @@ def pytest_sessionfinish(session, exitstatus):
     state = _state(session.config)
     if state is None or session.config.option.collectonly:
         return
+    from sampling_harness.report.writers import append_step_summary
+    from sampling_harness.run.session import finished
+    from sampling_harness.scale import durations
+
     if state.writes and (state.verdicts or state.checks):
         state.write(complete=finished(exitstatus))
         append_step_summary(state.report_dir / "summary.md")

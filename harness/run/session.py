@@ -60,6 +60,10 @@ class HarnessSession:
         self.call_timeout: float = opt("harness_call_timeout")
         self.family_alpha: float = opt("harness_family_alpha")
         self.sanitize: str | None = opt("harness_sanitize")
+        # the terminal: each check once, on its numbered line, and the harness's summary;
+        # pytest's own sections of the checks only when asked (-v, --harness-pytest-output)
+        self.quiet = opt("harness_pytest_output") != "full" and (
+            config.option.verbose or 0) <= 0
         self.pinned_checks: int | None = opt("harness_statistical_checks")
         self.report_dir = Path(opt("harness_report_dir") or distributed.agree(
             Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S"), self.shard))
@@ -74,7 +78,8 @@ class HarnessSession:
         self.order: dict[str, int] = {}           # node id -> place in the collection
         self.settled: set[str] = set()            # checks with a verdict, or skipped
         self.done = 0                             # checks finished
-        self.skipped: list[str] = []              # the family of each skipped check
+        self.numbers: dict[str, str] = {}         # node id -> its numbered line's "[n/N]"
+        self.skipped: list[tuple[str, dict]] = []  # (node id, ``skip_record``), as they skip
         self.plugins = config.pluginmanager
         self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.clock = time.perf_counter()
@@ -101,7 +106,7 @@ class HarnessSession:
                 "seconds": round(time.perf_counter() - self.clock, 1),   # the run's, so far
                 "families": sorted({v.family for _, v in self.verdicts}),
                 "complete": complete and not unfinished, "not_finished": unfinished,
-                "selected": len(self.checks) or None, "skipped": len(self.skipped),
+                "selected": len(self.checks) or None, "skipped": self.skipped_records(),
                 "finished": len(self.verdicts) + len(self.skipped),
                 **({"workers": self.workers} if self.workers else {}),
                 **({"world_size": self.shard.world} if self.shard.world > 1 else {})}
@@ -110,6 +115,11 @@ class HarnessSession:
         """The verdicts in the selection's order (as a one-process run lists them)."""
         inf = len(self.order)
         return [v for _, v in sorted(self.verdicts, key=lambda nv: self.order.get(nv[0], inf))]
+
+    def skipped_records(self) -> list[dict]:
+        """The skipped checks' records (``skip_record``), in the selection's order."""
+        inf = len(self.order)
+        return [r for _, r in sorted(self.skipped, key=lambda nr: self.order.get(nr[0], inf))]
 
     def write(self, complete: bool = False) -> None:
         """Rewrite the reports (after each check: ``complete`` false, the run is going on);
@@ -131,6 +141,24 @@ class HarnessSession:
                 f"{self.device}, harness seed {self.harness_seed}{spread}"
                 + (f", under compute-sanitizer {self.sanitize}" if self.sanitize else ""))
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        """(A hook.) A check that skipped: its record (``skip_record``) rides on its report,
+        to whoever writes the reports (an xdist controller has no items)."""
+        report = yield
+        if report.skipped and not hasattr(report, "wasxfail") and \
+                getattr(item, "check", None) is not None and item.nodeid in self.checks:
+            report.user_properties.append((SKIP, skip_record(item, report, self.sanitize)))
+        return report
+
+    def said(self, report) -> bool:
+        """The harness's own lines say what this check's report says (a verdict or a skip:
+        its numbered line with the reason, a failure's reproduce command in the summary), so
+        pytest shows nothing of it (no letter, FAILURES section, short-summary line or count),
+        unless asked: ``-v``, ``--harness-pytest-output full``."""
+        return self.quiet and (report.skipped or any(
+            name == xdist_gpus.VERDICT for name, _ in report.user_properties or ()))
+
     def pytest_runtest_logreport(self, report) -> None:
         """(A hook: the session is registered as a plugin.) Record the verdict a check's
         report carries (from this process or an xdist worker) and write the reports; one
@@ -145,49 +173,96 @@ class HarnessSession:
             self.write()
             stated = "" if verdict.expected == "pass" else (
                 " (as stated)" if verdict.as_expected else f" (stated: {verdict.expected})")
-            reason = "" if verdict.verdict == "pass" else f": {one_line(verdict.message, 160)}"
+            reason = "" if verdict.verdict == "pass" and verdict.as_expected else \
+                f": {one_line(verdict.message)}"
             self.progress(f"{verdict.family} / {verdict.kernel} / {verdict.name}: "
-                          f"{verdict.verdict}{stated} in {verdict.duration:.1f} s{reason}")
+                          f"{verdict.verdict}{stated} in {verdict.duration:.1f} s{reason}",
+                          report.nodeid)
         elif report.skipped and report.when in ("setup", "call") and \
                 report.nodeid in self.checks:
             self.settled.add(report.nodeid)
-            self.skipped.append(_family(report, self.rootpath))
-            self.progress(xdist_gpus.line(report) or f"{report.nodeid}: skipped")
+            record = _skipped(report, self.rootpath)
+            self.skipped.append((report.nodeid, record))
+            self.progress(xdist_gpus.line(report) or f"{record['family']} / {record['kernel']} "
+                          f"/ {record['name']}: skipped ({record['reason']})", report.nodeid)
         elif report.failed and report.when in ("setup", "???") and report.nodeid in self.checks:
             why = "its worker crashed" if report.when == "???" else "an error before it ran"
             self.progress(f"{report.nodeid}: did not finish ({why})")
 
-    def progress(self, line: str) -> None:
+    def progress(self, line: str, nodeid: str | None = None) -> None:
         """One line per finished check, numbered, on pytest's terminal (instead of dots;
         written from the report hooks, where pytest does not capture output)."""
         self.done += 1
+        width = len(str(len(self.checks)))
+        total = f"/{len(self.checks)}" if self.checks else ""   # unknown under a plain -n
+        number = f"[{self.done:{width}d}{total}]"
+        if nodeid is not None:
+            self.numbers[nodeid] = number
         terminal = self.plugins.get_plugin("terminalreporter")
         if terminal is not None:
-            width = len(str(len(self.checks)))
-            total = f"/{len(self.checks)}" if self.checks else ""   # unknown under a plain -n
             terminal.ensure_newline()
-            terminal.write_line(f"[{self.done:{width}d}{total}] {line}")
+            terminal.write_line(f"{number} {line}")
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus) -> None:
         """(A hook.) The compact end of the run (``sampling_harness.run.terminal``), written by the
-        process that writes the reports; the full table is in summary.md."""
-        if not self.writes or not (self.verdicts or self.checks) \
-                or terminalreporter.config.option.collectonly:
+        process that writes the reports; the full table is in summary.md. pytest's count line
+        is left out where it would count no test (``said``: "4 deselected in 2.1s"): the
+        harness's first line says the run's count and seconds."""
+        if terminalreporter.config.option.collectonly or not (self.verdicts or self.checks):
+            return
+        if self.quiet and not any(reports for category, reports in terminalreporter.stats.items()
+                                  if category not in ("", "deselected", "warnings")):
+            terminalreporter.summary_stats = _nothing
+        if not self.writes:
             return
         meta = self.meta(finished(exitstatus))
+        numbers = {(v.family, v.kernel, v.name): self.numbers[nodeid]
+                   for nodeid, v in self.verdicts if nodeid in self.numbers}
         terminalreporter.ensure_newline()
-        for line in summary_lines(self.ordered(), meta, self.skipped, self.report_dir):
+        for line in summary_lines(self.ordered(), meta, meta["skipped"], self.report_dir,
+                                  numbers, tracebacks=not self.quiet):
             terminalreporter.write_line(line)
 
 
-def _family(report, rootpath: Path) -> str:
-    """The family of a skipped check: its progress line's first part, or the family whose
-    declaring module the item was collected from."""
-    line = xdist_gpus.line(report)
-    if line:
-        return line.split(" / ")[0]
+SKIP = "sampling_harness_skip"    # user property: a skipped check's record (``skip_record``)
+
+
+def skip_reason(report) -> str:
+    """Why pytest skipped a test: its ``pytest.skip`` reason, without pytest's prefix."""
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, (tuple, list)) and len(longrepr) == 3 \
+        else longrepr
+    return one_line(str(reason or "")).removeprefix("Skipped: ") or "skipped"
+
+
+def skip_record(item, report, sanitize: str | None = None) -> dict:
+    """A skipped check as report.json lists it under ``skipped`` (docs/reference/
+    report-json.md): the ``name``, ``family``, ``kernel``, ``target``, ``role`` and ``check``
+    of its verdict, had it run, and the ``reason`` it was skipped."""
+    kernel, check = item.kernel, item.check.name
+    return {"name": f"{check}_{sanitize}" if sanitize else check, "family": kernel.family,
+            "kernel": kernel.name, "target": kernel.target, "role": kernel.role,
+            "check": check, "reason": skip_reason(report)}
+
+
+def _skipped(report, rootpath: Path) -> dict:
+    """The record of a skipped check: the one its report carries, else what its node id
+    says (the family whose declaring module it was collected from)."""
+    record = next((value for name, value in report.user_properties or () if name == SKIP), None)
+    if record is not None:
+        return record
     path = (rootpath / report.nodeid.split("::")[0]).resolve()
-    return next((name for name, file in declaring_files().items() if file == path), "?")
+    family = next((name for name, file in declaring_files().items() if file == path), "?")
+    test = report.nodeid.split("::", 1)[-1]
+    check, _, kernel = test.partition("[")
+    check = check.removeprefix("test_")
+    return {"name": check, "family": family, "kernel": kernel.removesuffix("]"),
+            "target": kernel.removesuffix("]"), "role": "kernel", "check": check,
+            "reason": skip_reason(report)}
+
+
+def _nothing() -> None:
+    pass
 
 
 def finished(exitstatus) -> bool:

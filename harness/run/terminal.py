@@ -2,8 +2,14 @@
 
 What a CI log or a desk terminal needs, in this order: the run's verdict (INCOMPLETE, with
 how many checks finished of how many selected, when the run did not finish); per family,
-the checks passed / failed / skipped; each failure with its one-line reason and the command
-that reproduces it; the ten slowest checks with their seconds; where the reports are.
+the checks passed / failed / skipped; each failure with the number of its line (where its
+one-line reason is: ``HarnessSession.progress``) and the command that reproduces it; the ten
+slowest checks with their seconds; where the reports are.
+
+Each failure is said once: its reason on its numbered line, as it happens; its reproduce
+command here. pytest's own FAILURES section, short test summary and count line of the
+checks are left out (``HarnessSession.said``) unless asked for: ``-v``, or
+``--pytest-output full`` (the plugin's ``--harness-pytest-output full``).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ def one_line(text: str, limit: int = REASON) -> str:
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
-def _tally(verdicts: list[Verdict], skipped: list[str]) -> dict[str, Counter]:
+def _tally(verdicts: list[Verdict], skipped: list[dict]) -> dict[str, Counter]:
     """family -> counts of passed, failed (not as the run expects), failed as stated
     (a mutant caught, a baseline's stated failure), error and skipped."""
     tally: dict[str, Counter] = {}
@@ -33,8 +39,8 @@ def _tally(verdicts: list[Verdict], skipped: list[str]) -> dict[str, Counter]:
                 "failed" if not v.as_expected else
                 "passed" if v.verdict == "pass" else "failed as stated")
         tally.setdefault(v.family, Counter())[kind] += 1
-    for family in skipped:
-        tally.setdefault(family, Counter())["skipped"] += 1
+    for record in skipped:
+        tally.setdefault(record["family"], Counter())["skipped"] += 1
     return tally
 
 
@@ -45,9 +51,12 @@ def _counts(counts: Counter) -> str:
     return ", ".join(shown)
 
 
-def summary_lines(verdicts: list[Verdict], meta: dict, skipped: list[str],
-                  report_dir: Path | None) -> list[str]:
-    """The compact summary; ``skipped``: the family of each skipped check."""
+def summary_lines(verdicts: list[Verdict], meta: dict, skipped: list[dict],
+                  report_dir: Path | None, numbers: dict | None = None,
+                  tracebacks: bool = True) -> list[str]:
+    """The compact summary; ``skipped``: the records of the skipped checks (report.json's);
+    ``numbers``: (family, kernel, name) -> "[n/N]", the numbered line of a check, which
+    holds its reason; ``tracebacks``: pytest shows those of the checks that erred."""
     state = run_verdict(verdicts, meta)
     took = f", in {meta['seconds']:.1f} s" if meta.get("seconds") is not None else ""
     skips = f", {len(skipped)} skipped" if skipped else ""
@@ -57,12 +66,16 @@ def summary_lines(verdicts: list[Verdict], meta: dict, skipped: list[str],
     for family, counts in sorted(_tally(verdicts, skipped).items()):
         lines.append(f"  {family}: {_counts(counts)}")
     failed = [v for v in verdicts if not v.as_expected]
+    numbers = numbers or {}
     if failed:
-        lines.append("failures:")
+        lines.append("failures (the reason: on the numbered line above):")
         for v in failed:
             stated = "" if v.expected == "pass" else f" (stated: {v.expected})"
-            lines += [f"  {v.family} / {v.kernel} / {v.name}: {v.verdict}{stated}: "
-                      f"{one_line(v.message)}", f"    reproduce: {v.reproduce}"]
+            number = numbers.get((v.family, v.kernel, v.name))
+            lines += [f"  {number + ' ' if number else ''}{v.family} / {v.kernel} / {v.name}: "
+                      f"{v.verdict}{stated}", f"    reproduce: {v.reproduce}"]
+        if not tracebacks and any(v.verdict == "error" for v in failed):
+            lines.append("  (an error's traceback: run again with --pytest-output full)")
     slowest = sorted(verdicts, key=lambda v: -v.duration)[:SLOWEST]
     if slowest:
         lines.append(f"slowest {len(slowest)} checks (seconds):")
