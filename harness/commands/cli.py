@@ -312,6 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as exc:
         print(f"sampling-harness: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:         # `sampling-harness list | head`: the reader has gone
+        sys.stdout = None
+        return 0
     finally:
         distributed.shutdown()
 
