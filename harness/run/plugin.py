@@ -21,8 +21,8 @@ A light guest: loading the plugin imports only the standard library, pytest and 
 table of run options (``sampling_harness.options``): no torch, Triton, NumPy, SciPy,
 Hypothesis nor family. What the harness runs with is imported inside the hooks, once the run
 has selected it (or when the ``harness_checks`` fixture is used); the declaring modules'
-files are found from the entry points without importing ``sampling_harness.families``
-(``declarations``). tests/test_foreign_project.py measures it.
+files are found from the entry points (``declarations``; ``sampling_harness.families`` is
+light to import: no family is loaded). tests/test_foreign_project.py measures it.
 
 Scale-out: ``--harness-gpus N`` spreads the checks over N pytest-xdist workers, one GPU each,
 their verdicts merged into one report (``sampling_harness.scale.xdist_gpus``); under torchrun every
@@ -51,9 +51,6 @@ if TYPE_CHECKING:
     from sampling_harness.run.session import HarnessSession
 
 SESSION = pytest.StashKey["HarnessSession"]()
-# the entry-point group of the families (``sampling_harness.families.GROUP``, which imports
-# torch: read here without it; tests/test_foreign_project.py keeps the two equal)
-FAMILY_GROUP = "sampling_harness.families"
 
 
 def pytest_addoption(parser):
@@ -76,17 +73,11 @@ def harness_environment(env=None):
 @cache
 def declarations() -> dict[Path, tuple[str, str]]:
     """Each installed family's declaring module file -> (family name, module name), from the
-    entry points, importing no family (only the packages above each module), nor
-    ``sampling_harness.families`` (its ``declaring_files`` reads the same)."""
-    found = {}
-    for ep in entry_points(group=FAMILY_GROUP):
-        try:
-            spec = importlib.util.find_spec(ep.module)
-        except (ImportError, ValueError):
-            spec = None             # the registry says why, once the family is asked for
-        if spec is not None and spec.origin:
-            found[Path(os.path.realpath(spec.origin))] = (ep.name, ep.module)
-    return found
+    entry points, importing no family (only the packages above each module)."""
+    from sampling_harness.families import GROUP, declaring_files
+
+    modules = {ep.name: ep.module for ep in entry_points(group=GROUP)}
+    return {path: (name, modules[name]) for name, path in declaring_files().items()}
 
 
 def _declaring(path) -> tuple[str, str] | None:
