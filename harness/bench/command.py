@@ -43,12 +43,12 @@ import torch
 
 from sampling_harness.bench.launch import bind, label, parse_grid
 from sampling_harness.bench.timing import Spread, profile_table, release, same_output, time_entry
+from sampling_harness.device import resolve_device
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES
 from sampling_harness.families.loader import load
 from sampling_harness.families.registry import entries as registered
 from sampling_harness.report.writers import atomic_write
-from sampling_harness.run.runner import resolve_device
 
 
 @dataclass(frozen=True)

@@ -140,11 +140,6 @@ class Family:
         suffix and its folder under suites/."""
         return self.name.replace("-", "_")
 
-    @property
-    def sanitize_checks(self) -> tuple[str, ...]:
-        """The checks re-run under ``--sanitize``."""
-        return tuple(c.name for c in self.checks if c.sanitize)
-
     def check(self, name: str) -> Check:
         """The declared check ``name``, or ``HarnessError`` naming the family's checks."""
         for declared in self.checks:

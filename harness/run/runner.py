@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-from sampling_harness.device import resolve_device  # noqa: F401 (harness/bench imports it here)
 from sampling_harness.errors import KernelFailure
 from sampling_harness.families import FAMILIES, Family
 from sampling_harness.families.loader import Kernel
