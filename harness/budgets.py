@@ -8,7 +8,8 @@ at it.
 Each family states, per budget name, the effects its checks must detect
 (``Family.budgets``); sample counts are not set here but derived by each check from those
 targets, the power and its share of the false-fail budget (see harness/stats).
-``MAX_CALL_ELEMENTS`` only bounds the memory of one kernel call, per device type.
+How large one kernel call may be is not a budget's business: it follows from the memory
+a check is granted (harness/scale/memory.py).
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from __future__ import annotations
 from sampling_harness.errors import HarnessError
 
 BUDGET_NAMES = ("smoke", "quick", "standard", "thorough")
-
-MAX_CALL_ELEMENTS = {"cpu": 2**22, "cuda": 2**28}
 
 
 def get_budget(name: str) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from sampling_harness.budgets import BUDGET_NAMES
 from sampling_harness.run.sanitize import TOOLS
+from sampling_harness.scale.memory import CPU_BUDGET, format_bytes, parse_bytes
 from sampling_harness.stats.multiple import DEFAULT_FAMILY_ALPHA
 
 DEFAULT_SEED = 20261122
@@ -110,6 +111,15 @@ def _text(value) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
+def budget_words(budget: int | None) -> str | None:
+    """A memory budget as a reproduce command gives it: None for the CPU's default (it
+    changes no call), else in the unit that parses back to the same bytes."""
+    if budget is None or budget == CPU_BUDGET:
+        return None
+    text = format_bytes(budget)
+    return text if parse_bytes(text) == budget else str(budget)
+
+
 OPTIONS: tuple[Option, ...] = (     # in the order of ``sampling-harness check --help``
     Option("--kernel", "kernel", "kernel under test: registered name, package.module:attr "
            "or path/to/file.py:attr (repeatable; default: the family's registered kernels "
@@ -138,6 +148,11 @@ OPTIONS: tuple[Option, ...] = (     # in the order of ``sampling-harness check -
            "(Triton's compilation and the host's work run in parallel; default for check all "
            "on a GPU: half the CPU cores, at most 8); see docs/scale-out.md",
            type=positive(int), metavar="W"),
+    Option("--memory-budget", "memory_budget", "memory one check's kernel calls may use, e.g. "
+           "512MiB or 4GiB: checks stream their draws in calls sized to it, and a call that "
+           "cannot fit fails with its bytes (default: on a GPU 80%% of its free memory at the "
+           "start, split among the checks sharing it; on a CPU 256MiB)", type=parse_bytes,
+           metavar="BYTES"),
     Option("--pytest-output", "pytest_output", "quiet: each check once on the terminal, on its "
            "numbered line, and the harness's summary; full: also pytest's own (FAILURES with "
            "tracebacks, short test summary, count line), as pytest -v shows them",
@@ -186,15 +201,16 @@ def plugin_args(values: Mapping[str, object]) -> list[str]:
 def reproduce_command(*, family: str, target: str, device: str, budget: str, seed: int,
                       check: str, statistical_checks: int | None = None,
                       family_alpha: float = DEFAULT_FAMILY_ALPHA, sanitize: str | None = None,
-                      world: int = 1) -> str:
+                      memory_budget: int | None = None, world: int = 1) -> str:
     """The command that re-runs one check alone with the same bits and alpha: its kernel,
     device, budget and harness seed, the run's count of statistical checks (its alpha split,
-    whatever ``-k`` selects), its family alpha where not the default, its sanitizer; under
+    whatever ``-k`` selects), its family alpha where not the default, its sanitizer, its
+    memory budget where not the CPU's default (it sizes the calls, so the draws); under
     torchrun (``world`` > 1) with as many ranks, on any number of nodes."""
     launcher = ["sampling-harness"] if world == 1 else [
         "torchrun", "--nproc-per-node", str(world), "-m", "sampling_harness"]
     values = {"kernel": [target], "device": device, "budget": budget, "seed": seed,
               "statistical_checks": statistical_checks or None, "select": f"test_{check}",
               "family_alpha": None if family_alpha == DEFAULT_FAMILY_ALPHA else family_alpha,
-              "sanitize": sanitize}
+              "sanitize": sanitize, "memory_budget": budget_words(memory_budget)}
     return shlex.join([*launcher, "check", family, *cli_args(values)])

@@ -23,7 +23,8 @@ PLUGIN_OPTIONS = [option for option in OPTIONS if not option.cli_only]
 GIVEN = {"kernel": ["torch-fp32", "pkg.mod:fn"], "device": "cpu", "budget": "smoke",
          "seed": 7, "report_dir": "out/here", "select": "test_tail or test_validity",
          "call_timeout": 12.5, "family_alpha": 0.001, "statistical_checks": 9,
-         "sanitize": "memcheck", "gpus": 2, "workers_per_gpu": 3, "pytest_output": "full",
+         "sanitize": "memcheck", "gpus": 2, "workers_per_gpu": 3, "memory_budget": 2**30,
+         "pytest_output": "full",
          "precompile": False}
 
 

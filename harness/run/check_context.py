@@ -18,7 +18,6 @@ import time
 import pytest
 import torch
 
-from sampling_harness.budgets import MAX_CALL_ELEMENTS
 from sampling_harness.errors import KernelFailure
 from sampling_harness.families import FAMILIES, declaring_files
 from sampling_harness.families.loader import Kernel
@@ -28,7 +27,7 @@ from sampling_harness.run.progress import CheckProgress
 from sampling_harness.run.runner import OutOfMemoryFailure, Runner
 from sampling_harness.run.sanitize import run_under_tool
 from sampling_harness.run.session import HarnessSession
-from sampling_harness.scale import distributed, gpu_share, xdist_gpus
+from sampling_harness.scale import distributed, gpu_share, memory, xdist_gpus
 from sampling_harness.seeds import derive_seed, seed_stream
 from sampling_harness.verdict import Outcome, Verdict
 
@@ -50,8 +49,9 @@ class CheckContext:
         self.device = state.device
         self.alpha = state.check_alpha if self.statistical else None
         self.seed = derive_seed(state.harness_seed, kernel.family, self.check_name)
-        self.max_call_elements = MAX_CALL_ELEMENTS[self.device.type]
-        self.runner = Runner(kernel, self.device, state.call_timeout)
+        self.memory_budget = state.memory_budget      # bytes its calls may use
+        self.max_call_elements = memory.call_elements(self.memory_budget)
+        self.runner = Runner(kernel, self.device, state.call_timeout, self.memory_budget)
         self.expectation = expectation(kernel.meta, self.check_name, self.device.type,
                                        state.budget)
         self.config = node.config
@@ -81,7 +81,7 @@ class CheckContext:
             family=self.kernel.family, target=self.kernel.target, device=self.device.type,
             budget=s.budget, seed=s.harness_seed, check=self.check_name,
             statistical_checks=s.statistical_checks, family_alpha=s.family_alpha,
-            sanitize=self.sanitize, world=self.shard.world)
+            sanitize=self.sanitize, memory_budget=s.memory_budget, world=self.shard.world)
 
     def sanitized(self) -> Outcome:
         """This check of this kernel, re-run in a child process under compute-sanitizer, at
@@ -116,7 +116,8 @@ class CheckContext:
             details={**outcome.details, "kernel_calls": self.runner.calls,
                      "kernel_draws": self.runner.draws,
                      "kernel_seconds": round(self.runner.seconds, 3),
-                     "guard_seconds": round(self.runner.guard_seconds, 3)},
+                     "guard_seconds": round(self.runner.guard_seconds, 3),
+                     "max_call_elements": self.max_call_elements},
             role=self.kernel.role, expected=self.expectation.verdict, why=self.expectation.why)
 
     def _settle(self, verdict: Verdict) -> Verdict:

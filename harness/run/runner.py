@@ -29,6 +29,7 @@ from sampling_harness.families import FAMILIES, Family
 from sampling_harness.families.loader import Kernel
 from sampling_harness.run.guard import check_guards, guarded_copy
 from sampling_harness.run.isolation import CapturedStdout, TorchState
+from sampling_harness.scale.memory import call_bytes, format_bytes
 from sampling_harness.seeds import described
 
 POISONS = (0x7F, 0xA5)             # byte patterns of the two poisoned calls of ``call_twice``
@@ -147,6 +148,11 @@ class OutOfMemoryFailure(KernelFailure):
     check runs again alone: ``sampling_harness.scale.gpu_share``)."""
 
 
+class CallTooLarge(KernelFailure):
+    """A call whose inputs and output alone exceed the memory granted to a check
+    (``--memory-budget``): the check cannot make it smaller, so it fails with the bytes."""
+
+
 @dataclass
 class Runner:
     """Calls one kernel of its family and keeps count of what it cost."""
@@ -154,6 +160,7 @@ class Runner:
     kernel: Kernel
     device: torch.device
     timeout: float
+    memory_budget: int | None = None   # bytes a call's inputs and output may take
     calls: int = 0
     draws: int = 0
     seconds: float = 0.0
@@ -174,6 +181,7 @@ class Runner:
         ``OutOfMemoryFailure`` (on a GPU that other checks share, the check is then run again
         alone on it: ``sampling_harness.scale.gpu_share``)."""
         family = self.family
+        self._fits(inputs, seed)
         started = time.perf_counter()
         fresh, guards = guarded_copy(inputs)
         call_seed = seed.clone() if isinstance(seed, torch.Tensor) else seed
@@ -220,6 +228,17 @@ class Runner:
         if self.on_draws is not None:
             self.on_draws(draws)
         return validated
+
+    def _fits(self, inputs: dict, seed) -> None:
+        """Raise ``CallTooLarge`` when the call's inputs and output exceed the budget."""
+        if self.memory_budget is None:
+            return
+        needed = call_bytes(inputs.values()) + self.family.output_bytes(inputs)
+        if needed > self.memory_budget:
+            raise CallTooLarge(
+                f"call does not fit: its inputs and output take {format_bytes(needed)}, more "
+                f"than the {format_bytes(self.memory_budget)} of memory granted to a check "
+                f"(--memory-budget; {_shape_note(inputs)}, {described(seed)})")
 
     def restart(self) -> None:
         """Forget the calls counted so far (a check run again from its start)."""

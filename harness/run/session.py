@@ -17,7 +17,7 @@ from sampling_harness.families.loader import Kernel, load
 from sampling_harness.families.registry import default_kernels
 from sampling_harness.report.writers import writable, write_all
 from sampling_harness.run.terminal import one_line, summary_lines
-from sampling_harness.scale import distributed, xdist_gpus
+from sampling_harness.scale import distributed, memory, xdist_gpus
 from sampling_harness.stats.multiple import bonferroni
 from sampling_harness.verdict import Verdict
 
@@ -60,6 +60,12 @@ class HarnessSession:
         self.call_timeout: float = opt("harness_call_timeout")
         self.family_alpha: float = opt("harness_family_alpha")
         self.sanitize: str | None = opt("harness_sanitize")
+        # bytes one check's calls may use (harness/scale/memory.py): resolved once, by the
+        # process that starts the workers (xdist hands its options to them), the same on
+        # every rank of a torchrun
+        self.memory_budget: int = opt("harness_memory_budget") or distributed.agree(
+            memory.default_budget(self.device, opt("harness_workers_per_gpu") or 1), self.shard)
+        config.option.harness_memory_budget = self.memory_budget
         # the terminal: each check once, on its numbered line, and the harness's summary;
         # pytest's own sections of the checks only when asked (-v, --harness-pytest-output)
         self.quiet = opt("harness_pytest_output") != "full" and (
@@ -103,6 +109,7 @@ class HarnessSession:
         return {"budget": self.budget, "device": str(self.device),
                 "harness_seed": self.harness_seed, "family_alpha": self.family_alpha,
                 "statistical_checks": self.statistical_checks, "started": self.started,
+                "memory_budget": self.memory_budget,
                 "seconds": round(time.perf_counter() - self.clock, 1),   # the run's, so far
                 "families": sorted({v.family for _, v in self.verdicts}),
                 "complete": complete and not unfinished, "not_finished": unfinished,

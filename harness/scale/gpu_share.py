@@ -20,8 +20,10 @@ a process dies. A waiting exclusive request goes first (writer preference): a ch
 the *turnstile* for an instant before its shared lock, and the exclusive request holds the
 turnstile while it waits, so no stream of new checks can starve it.
 
-Draws are not resized to a share of the memory: a check's calls, and so its statistic and
-p-value, stay the same whatever ran beside it (``reproduce`` redraws them exactly).
+Each check's calls are sized to its share of the memory (``scale.memory``: the free memory at
+the start split among the workers, resolved once per run and written into every reproduce
+command), so a check's calls, its statistic and p-value, stay the same whatever ran beside it;
+admission only decides when it runs.
 """
 
 from __future__ import annotations
