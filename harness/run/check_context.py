@@ -51,7 +51,7 @@ class CheckContext:
         self.seed = derive_seed(state.harness_seed, kernel.family, self.check_name)
         self.memory_budget = state.memory_budget      # bytes its calls may use
         self.max_call_elements = memory.call_elements(self.memory_budget)
-        self.runner = Runner(kernel, self.device, state.call_timeout, self.memory_budget)
+        self.runner = Runner(kernel, self.device, state.call_timeout, state.memory_pool)
         self.expectation = expectation(kernel.meta, self.check_name, self.device.type,
                                        state.budget)
         self.config = node.config

@@ -36,6 +36,10 @@ POISONS = (0x7F, 0xA5)             # byte patterns of the two poisoned calls of 
 CUDA_LARGE_POISON = 64 << 20       # a large-pool block (outputs above 1 MB come from here)
 CUDA_SMALL_POISON = 1 << 20        # small-pool blocks of the largest small size, two per segment
 CUDA_FILL_ROUNDS = 64              # rounds of filling the caching allocator's free blocks
+# optional observers of every validated call, observer(runner, inputs, seed, output), in
+# the order added; none by default (``sampling-harness mutate`` records and compares
+# calls through it: harness/mutate/recorder.py)
+CALL_OBSERVERS: list = []
 
 
 def _poison_free_cuda_blocks(device: torch.device, byte: int) -> None:
@@ -149,8 +153,9 @@ class OutOfMemoryFailure(KernelFailure):
 
 
 class CallTooLarge(KernelFailure):
-    """A call whose inputs and output alone exceed the memory granted to a check
-    (``--memory-budget``): the check cannot make it smaller, so it fails with the bytes."""
+    """A call whose inputs and output alone exceed the memory the run was granted on its
+    device (``--memory-budget`` times the checks sharing it): it cannot fit, so its check
+    fails with the bytes."""
 
 
 @dataclass
@@ -160,7 +165,7 @@ class Runner:
     kernel: Kernel
     device: torch.device
     timeout: float
-    memory_budget: int | None = None   # bytes a call's inputs and output may take
+    memory_limit: int | None = None    # bytes a call's inputs and output may take
     calls: int = 0
     draws: int = 0
     seconds: float = 0.0
@@ -227,18 +232,21 @@ class Runner:
         self.draws += draws
         if self.on_draws is not None:
             self.on_draws(draws)
+        for observe in CALL_OBSERVERS:
+            observe(self, inputs, seed, validated)
         return validated
 
     def _fits(self, inputs: dict, seed) -> None:
-        """Raise ``CallTooLarge`` when the call's inputs and output exceed the budget."""
-        if self.memory_budget is None:
+        """Raise ``CallTooLarge`` when the call's inputs and output exceed the limit."""
+        if self.memory_limit is None:
             return
         needed = call_bytes(inputs.values()) + self.family.output_bytes(inputs)
-        if needed > self.memory_budget:
+        if needed > self.memory_limit:
             raise CallTooLarge(
                 f"call does not fit: its inputs and output take {format_bytes(needed)}, more "
-                f"than the {format_bytes(self.memory_budget)} of memory granted to a check "
-                f"(--memory-budget; {_shape_note(inputs)}, {described(seed)})")
+                f"than the {format_bytes(self.memory_limit)} of memory the run was granted "
+                f"on its device (--memory-budget times the checks sharing it; "
+                f"{_shape_note(inputs)}, {described(seed)})")
 
     def restart(self) -> None:
         """Forget the calls counted so far (a check run again from its start)."""

@@ -66,6 +66,10 @@ class HarnessSession:
         self.memory_budget: int = opt("harness_memory_budget") or distributed.agree(
             memory.default_budget(self.device, opt("harness_workers_per_gpu") or 1), self.shard)
         config.option.harness_memory_budget = self.memory_budget
+        # what the run was granted on its device in all: the most one call may take (a check
+        # with a fixed batch larger than its share borrows; admission turns a clash into a
+        # turn alone on the GPU)
+        self.memory_pool: int = self.memory_budget * (opt("harness_workers_per_gpu") or 1)
         # the terminal: each check once, on its numbered line, and the harness's summary;
         # pytest's own sections of the checks only when asked (-v, --harness-pytest-output)
         self.quiet = opt("harness_pytest_output") != "full" and (

@@ -17,9 +17,12 @@ set by its budget name, not by its calls.
   within int32 with room for a kernel's scratch), at least one element (a check then makes
   its smallest call: one row).
 
-A call whose own inputs and output exceed the budget cannot be made smaller by the check:
-the runner fails it with the bytes (``sampling_harness.run.runner.CallTooLarge``), a clear
-verdict instead of an out-of-memory error in the middle of a run.
+A check with a fixed batch (independence draws 131072 rows in one call) may exceed its share:
+it borrows, and admission (``scale.gpu_share``) runs it alone if the GPU's memory runs out. A
+call whose own inputs and output exceed what the whole run was granted (the budget times the
+checks sharing the device) cannot fit: the runner fails it with the bytes
+(``sampling_harness.run.runner.CallTooLarge``), a clear verdict instead of an out-of-memory
+error in the middle of a run.
 """
 
 from __future__ import annotations
