@@ -427,3 +427,71 @@ def test_compare_bench_flags_a_figure_that_moves_beyond_the_tolerance(tmp_path, 
     assert main([run("a.json", 1.0), run("b.json", 1.04)]) == 0
     assert main([run("a.json", 1.0), run("b.json", 1.2)]) == 1
     assert "DIFFERS" in capsys.readouterr().out
+
+
+def _rejection_inputs(accept: str, greedy_every: int = 0) -> dict:
+    """Four requests of 3 drafts over V = 40: ``accept`` "all" (p = q), "none" (p(d) = 0) or
+    "half" (p(d) = q(d) / 2); every ``greedy_every``-th request greedy with its first draft
+    the row's argmax and its second not."""
+    g = torch.Generator().manual_seed(3)
+    q = torch.rand(12, 40, generator=g) + 0.1
+    q /= q.sum(1, keepdim=True)
+    ids = torch.multinomial(q, 1, generator=g).squeeze(1)
+    rows = torch.arange(12)
+    p = q.clone()
+    if accept != "all":
+        p[rows, ids] = 0.0 if accept == "none" else q[rows, ids] / 2
+    greedy = torch.zeros(4, dtype=torch.bool)
+    if greedy_every:
+        greedy[::greedy_every] = True
+        for b in range(0, 4, greedy_every):
+            p[3 * b, ids[3 * b]] = 1.0                     # position 0 matches its argmax
+            p[3 * b + 1, (ids[3 * b + 1] + 1) % 40] = 2.0  # position 1 does not
+    return {"draft_token_ids": ids, "num_draft_tokens": [3] * 4, "draft_probs": q,
+            "target_probs": p, "bonus_token_ids": torch.zeros(4, dtype=torch.int64),
+            "greedy": greedy}
+
+
+def test_rejection_floor_counts_what_the_law_reads():
+    """The rejection floor (suites/rejection/floor.py), exactly: all accepted reads the
+    gathered values of every draft and no row; p(d) = 0 rejects the first draft (one row
+    pair a request); acceptance 1/2 reaches draft i with probability 2^-i; a greedy request
+    whose first draft matches reads two target rows; without draft probs a rejection reads
+    the target row alone. The output (8 B a slot) always."""
+    from sampling_harness.suites.rejection.floor import rejection_floor_bytes
+    out, row = 8 * 4 * 4, 4 * 40
+    assert rejection_floor_bytes(_rejection_inputs("all")) == out + 4 * 3 * 16
+    assert rejection_floor_bytes(_rejection_inputs("none")) == out + 4 * (16 + 2 * row)
+    reached = 1 + 0.5 + 0.25
+    half = 16 * reached + 2 * row * 0.5 * reached
+    assert rejection_floor_bytes(_rejection_inputs("half")) == out + round(4 * half)
+    greedy = _rejection_inputs("none", greedy_every=2)
+    assert rejection_floor_bytes(greedy) == out + 2 * (16 + 2 * row) + 2 * 2 * (8 + row)
+    one_hot = {**_rejection_inputs("none"), "draft_probs": None}
+    assert rejection_floor_bytes(one_hot) == out + 4 * (12 + row)
+
+
+def test_rejection_floor_is_the_mean_of_what_calls_read():
+    """The floor is the expectation of the bytes a call must read given its outcome (the
+    accepted length of each request): the mean over 200 seeds of torch-rejection's outcomes
+    lies within 5 standard errors of it."""
+    from sampling_harness.kernels.rejection.torch_rejection import rejection_torch
+    from sampling_harness.suites.rejection.contract import bench_batch
+    from sampling_harness.suites.rejection.floor import rejection_floor_bytes
+    torch.manual_seed(1)
+    inputs = bench_batch("6x4x300", CPU)
+    counts = torch.tensor(inputs["num_draft_tokens"])
+    greedy, vocab = inputs["greedy"], inputs["target_probs"].shape[1]
+    written = 8 * 6 * 5
+    figures = []
+    for seed in range(200):
+        out = rejection_torch(**{k: v.clone() if isinstance(v, torch.Tensor) else v
+                                 for k, v in inputs.items()}, seed=seed)
+        accepted = (out >= 0).sum(1) - 1
+        reached = torch.minimum(accepted + 1, counts)
+        rejected = accepted < counts
+        read = torch.where(greedy, reached * (8 + 4 * vocab),
+                           reached * 16 + rejected * 8 * vocab)
+        figures.append(float(read.sum()) + written)
+    mean, spread = torch.tensor(figures).mean(), torch.tensor(figures).std() / 200**0.5
+    assert abs(float(mean) - rejection_floor_bytes(inputs)) < 5 * float(spread) + 1

@@ -16,6 +16,7 @@ import torch
 import triton
 from test_logprobs_kernels import _agree, batch, expected
 
+import sampling_harness.kernels.logprobs.rank_fold as rank_fold
 import sampling_harness.kernels.logprobs.triton_logprobs as tlp
 from sampling_harness.bench.command import with_variants
 from sampling_harness.kernels.logprobs.torch_logprobs import logprobs_torch
@@ -139,6 +140,23 @@ def counted_blocks(x: np.ndarray, ids: np.ndarray, block: int, groups, start: in
     return folds, compared
 
 
+@pytest.mark.parametrize("count,lse", [(1, 0), (2, 1), (0, 1)])
+@pytest.mark.parametrize("case", ["edges", "random-k21", "top-k31-bf16"])
+def test_count_types_and_thread_lse_keep_ranks_exact(case, count, lse):
+    """The counts as int32 (+1 or -1 a hit) and the sum-exp kept per thread: ranks equal to
+    the float64 reference's exactly, values within its tolerance, in both loops (pruning
+    forced on three splits, never on two)."""
+    inputs = CASES[case]
+    block = max(8, triton.next_power_of_2(inputs["logits"].shape[1]) // 16)
+    for mode in ("raw_logprobs", "processed_logprobs"):
+        want = expected(mode=mode, **inputs)
+        for limit, splits in ((10**9, 3), (-1, 2)):
+            got = tlp.logprobs_launch(mode=mode, launch=cpu_launch(
+                inputs, block, prune_limit=limit, splits=splits, count=count, lse=lse),
+                **inputs)
+            _agree(got, *want, inputs)
+
+
 @pytest.mark.parametrize("top", [True, False])
 def test_blocks_counted_are_those_that_reach_the_keys(monkeypatch, top):
     """A spy on count_lanes: with pruning forced, one row per program, the pruned loop
@@ -152,12 +170,12 @@ def test_blocks_counted_are_those_that_reach_the_keys(monkeypatch, top):
     inputs = batch(x, ids, [1.0], [0], [1.0])
     calls = []
 
-    def spy(count, key, key_id, LANES):
+    def spy(count, key, key_id, LANES, COUNT):
         calls.append(key_id.shape[1])
-        return count_lanes(count, key, key_id, LANES)
+        return count_lanes(count, key, key_id, LANES, COUNT)
 
-    count_lanes = tlp.count_lanes
-    monkeypatch.setattr(tlp, "count_lanes", spy)
+    count_lanes = rank_fold.count_lanes
+    monkeypatch.setattr(rank_fold, "count_lanes", spy)
     groups = tlp.id_groups(slots)
     pruned_calls = 0
     for limit in (10**9, -1):
@@ -184,9 +202,9 @@ def test_prune_decision_follows_the_first_block(monkeypatch):
     vocab, block = 512, 16
     x = torch.randn(1, vocab, generator=torch.Generator().manual_seed(5))
     calls = []
-    count_lanes = tlp.count_lanes
-    monkeypatch.setattr(tlp, "count_lanes",
-                        lambda c, k, i, LANES: calls.append(1) or count_lanes(c, k, i, LANES))
+    count_lanes = rank_fold.count_lanes
+    monkeypatch.setattr(rank_fold, "count_lanes", lambda c, k, i, LANES, COUNT: calls.append(1)
+                        or count_lanes(c, k, i, LANES, COUNT))
     seen = {}
     for name, ids in (("top", top_ids(x, 21, 0)),
                       ("random", torch.randint(vocab, (1, 21), generator=torch.Generator()

@@ -157,6 +157,24 @@ def test_launch_shapes_match(monkeypatch, block_b, positions):
     assert torch.equal(run(one_hot, 77), default_one_hot)
 
 
+@pytest.mark.parametrize("splits", [2, 3])
+def test_split_rows_match(monkeypatch, splits):
+    """A row split over 2 or 3 programs (the GPU's layout at small batches; each races or
+    takes the argmax of a run of chunks, the last merges): the unsplit output exactly, with
+    and without draft probs, greedy requests walking past a matching first draft, and the
+    float64 sampler on the same words."""
+    inputs = make_batch(ragged(12, 4, 21), 5000, 21)          # 3 chunks of 2048 columns
+    one_hot = {**inputs, "draft_probs": None}
+    default, default_one_hot = run(inputs, 78), run(one_hot, 78)
+    monkeypatch.setattr(triton_rejection, "split_count", lambda *args: splits)
+    assert torch.equal(run(inputs, 78), default)
+    assert torch.equal(run(one_hot, 78), default_one_hot)
+    assert_coupled(inputs, 78)
+    greedy = inputs["greedy"].cpu().numpy()
+    walked = (default.cpu().numpy() >= 0).sum(1) - 1 > 0
+    assert (greedy & walked).any()           # a greedy request accepted its first draft
+
+
 def test_same_seed_same_output_and_seed_changes_draws():
     inputs = make_batch(ragged(32, 4, 3), 257, 3)
     first = run(inputs, 5)

@@ -8,10 +8,11 @@ Processed modes: top-k and top-p each keep a set {x >= c}, so together one thres
 row, computed in torch from torch-logprobs' kept set and applied on the fly.
 
 One launch, grid (row blocks, S): program (r, p) folds columns [p C, (p + 1) C) of its rows
-(C a multiple of BLOCK) into per-lane state, a max and sum-exp (one exponential per element,
-e^-|z - m|: it rescales s when z is the new max, else is z's term; m starts at the lowest
-finite float, so no -inf - -inf, and -inf adds 0) and per requested key a float32 count of
-elements >= it; writes (m, s) and the counts to a workspace; takes a ticket; the row block's
+(C a multiple of BLOCK) into per-lane state (kernels/logprobs/rank_fold.py), a max and
+sum-exp (per element, one exponential e^-|z - m| that rescales s when z is the new max, else
+is z's term; or per thread, rescaled once a block; m starts at the lowest finite float, so no
+-inf - -inf, and -inf adds 0) and per requested key a count of elements >= it (float32 or
+int32 lanes); writes (m, s) and the counts to a workspace; takes a ticket; the row block's
 last program merges the S partials and writes values and ranks (ticket reset to 0).
 
 Ranks cost a compare and an add per (element, id): the ids, not the bytes, bound this kernel
@@ -51,7 +52,6 @@ rows a program, no split.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -59,6 +59,15 @@ import torch
 import triton
 import triton.language as tl
 
+from sampling_harness.kernels.logprobs.rank_fold import (
+    LOWEST,
+    fold,
+    merged_lse,
+    slot_order,
+    sorted_keys,
+    store_group,
+    zero_counts,
+)
 from sampling_harness.kernels.logprobs.torch_logprobs import kept_entries
 from sampling_harness.kernels.split_scratch import (
     cdiv,
@@ -68,122 +77,7 @@ from sampling_harness.kernels.split_scratch import (
 )
 
 MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
-LOWEST = tl.constexpr(-3.4028234663852886e38)   # the lowest finite float32
-LOG2E = tl.constexpr(1.4426950408889634)
 SMALLEST_GROUPS = (4, 1)                         # G2, G3: the bucket's last five positions
-
-
-@triton.jit
-def slot_order(logits_ptr, ids_ptr, rows, row_ok, cutoff, V, K, stride, processed,
-               KP: tl.constexpr):
-    """Per slot [R, KP] (slot, slot < K, id live, key, skipped, count key, position): the
-    position in the descending order of the count keys, skipped slots (padding, -inf keys,
-    whose rank is V, and NaN keys) first, ties by slot: a permutation of 0 .. KP - 1."""
-    slot = tl.arange(0, KP)
-    ok = row_ok[:, None] & (slot[None, :] < K)
-    ids = tl.load(ids_ptr + rows.to(tl.int64)[:, None] * K + slot[None, :], mask=ok, other=-1)
-    live = ok & (ids >= 0) & (ids < V)
-    key = tl.load(logits_ptr + rows.to(tl.int64)[:, None] * stride + ids, mask=live,
-                  other=float("-inf")).to(tl.float32)
-    if processed:
-        key = tl.where(key >= cutoff[:, None], key, float("-inf"))
-    skip = ~(key > float("-inf"))
-    ck = tl.where(skip, float("inf"), key)            # +inf: never counted, never needed
-    a_ck, a_skip, a_slot = ck[:, None, :], skip[:, None, :], slot[None, None, :]   # i
-    b_ck, b_skip, b_slot = ck[:, :, None], skip[:, :, None], slot[None, :, None]   # j
-    ahead = (a_skip & ~b_skip) | ((a_skip == b_skip) & (
-        (a_ck > b_ck) | ((a_ck == b_ck) & (a_slot < b_slot))))
-    pos = tl.sum(tl.where(ahead, 1, 0), axis=2)       # how many slots go before j
-    return slot, ok, live, key, skip, ck, pos
-
-
-@triton.jit
-def sorted_keys(ck, pos, FIRST: tl.constexpr, G: tl.constexpr):
-    """[R, G, 1]: the count keys at sorted positions FIRST .. FIRST + G - 1 (+inf where a
-    skipped slot sits: never counted)."""
-    at = FIRST + tl.arange(0, G)
-    here = pos[:, None, :] == at[None, :, None]
-    return tl.max(tl.where(here, ck[:, None, :], float("-inf")), axis=2)[:, :, None]
-
-
-@triton.jit
-def count_lanes(count, key, key_id, LANES: tl.constexpr):
-    """count [R, G, LANES] += (key [R, 1, BLOCK] >= key_id [R, G, 1]) as 1.0 / 0.0, summed
-    over each thread's elements (4 adjacent, repeated BLOCK / (4 LANES) times) in registers
-    (float32: the compare-select is one ALU op and the add runs on the FMA pipe)."""
-    hit = tl.where(key >= key_id, 1.0, 0.0)
-    reps: tl.constexpr = hit.shape[2] // (4 * LANES)
-    hit = tl.reshape(hit, [hit.shape[0], hit.shape[1], reps, LANES, 4])
-    return count + tl.sum(tl.sum(hit, 4), 2)
-
-
-@triton.jit
-def needed(bm, least):
-    """Whether any row's block max reaches a group's smallest key (NaN: needed)."""
-    return tl.max(tl.where(bm < least, 0, 1)) > 0
-
-
-@triton.jit
-def fold(x, ok, m, s, counts, keys, least, cutoff, t, logprobs, processed,
-         LANES: tl.constexpr, MASKED: tl.constexpr, PRUNED: tl.constexpr):
-    """Fold a block x [R, 1, BLOCK] (-inf where not ok) into the per-lane max m and sum-exp
-    s and the counts of the three groups: all of them, or (PRUNED) those whose smallest key
-    the block's max reaches, the last group (the smallest keys) first, each next one only if
-    the one after it was. ``logprobs`` and ``processed``: runtime flags of the mode (one
-    uniform branch a block each, not a compiled kernel per mode)."""
-    key = x.to(tl.float32)
-    if processed:
-        key = tl.where(key >= cutoff[:, None, None], key, float("-inf"))
-    if logprobs:
-        z = key
-        if processed:
-            z = key / t[:, None, None]
-        e = tl.exp2(tl.abs(z - m) * -LOG2E)          # 0 where z = -inf (m is finite)
-        s = tl.where(z > m, s * e + 1.0, s + e)
-        m = tl.maximum(m, z)
-    if PRUNED:
-        bm = tl.max(key, axis=2)                      # [R, 1]; -inf where masked
-    if MASKED:
-        key = tl.where(ok, key, float("nan"))        # never >= a key: not counted
-    c1, c2, c3 = counts
-    k1, k2, k3 = keys
-    l1, l2, l3 = least
-    if not PRUNED:
-        c1 = count_lanes(c1, key, k1, LANES)
-        c2 = count_lanes(c2, key, k2, LANES)
-        c3 = count_lanes(c3, key, k3, LANES)
-    elif needed(bm, l3):
-        c3 = count_lanes(c3, key, k3, LANES)
-        if needed(bm, l2):
-            c2 = count_lanes(c2, key, k2, LANES)
-            if needed(bm, l1):
-                c1 = count_lanes(c1, key, k1, LANES)
-    return m, s, (c1, c2, c3)
-
-
-@triton.jit
-def store_group(counts_ptr, count, rows, row_ok, split, B, W: tl.constexpr,
-                FIRST: tl.constexpr):
-    """The counts of window positions FIRST .. of one split."""
-    at = FIRST + tl.arange(0, count.shape[1])
-    tl.store(counts_ptr + (split * B + rows.to(tl.int64))[:, None] * W + at[None, :],
-             tl.sum(count, axis=2).to(tl.int32), mask=row_ok[:, None])
-
-
-@triton.jit
-def merged_lse(ms_ptr, rows, row_ok, splits, B):
-    """[R]: lse of the rows from the S partials (m, s), read from L2 (.cg: other SMs wrote
-    them)."""
-    m = tl.full(rows.shape, LOWEST, tl.float32)
-    s = tl.zeros(rows.shape, tl.float32)
-    for p in range(0, splits):
-        m_p = tl.load(ms_ptr + p * B + rows, mask=row_ok, other=LOWEST, cache_modifier=".cg")
-        s_p = tl.load(ms_ptr + (splits + p) * B + rows, mask=row_ok, other=0.0,
-                      cache_modifier=".cg")
-        m_new = tl.maximum(m, m_p)
-        s = s * tl.exp(m - m_new) + s_p * tl.exp(m_p - m_new)
-        m = m_new
-    return tl.where(s > 0, m, 0.0) + tl.log(tl.maximum(s, 1.0))   # s = 0 or s >= 1
 
 
 @triton.jit(do_not_specialize=["B", "V", "K", "prune_limit", "logprobs", "processed"])
@@ -192,7 +86,7 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
                      processed, BLOCK_R: tl.constexpr,
                      BLOCK: tl.constexpr, LANES: tl.constexpr, KP: tl.constexpr,
                      G1: tl.constexpr, G2: tl.constexpr, G3: tl.constexpr,
-                     STAGES: tl.constexpr):
+                     STAGES: tl.constexpr, COUNT: tl.constexpr, LSE: tl.constexpr):
     """Program (r, p): rows r BLOCK_R .. + BLOCK_R - 1, columns [p CHUNK, (p + 1) CHUNK);
     the groups G1, G2, G3 take the last W = G1 + G2 + G3 of KP sorted positions (K <= W).
     Memory traffic: the logits read once (4 or 2 B V per row); per split the ids and their
@@ -222,11 +116,11 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
             sorted_keys(ck, pos, WS + G1 + G2, G3))
     least = (tl.min(keys[0], axis=1), tl.min(keys[1], axis=1), tl.min(keys[2], axis=1))
 
-    m = tl.full([BLOCK_R, 1, BLOCK], LOWEST, tl.float32)
-    s = tl.zeros([BLOCK_R, 1, BLOCK], tl.float32)
-    counts = (tl.zeros([BLOCK_R, G1, LANES], tl.float32),
-              tl.zeros([BLOCK_R, G2, LANES], tl.float32),
-              tl.zeros([BLOCK_R, G3, LANES], tl.float32))
+    STATE: tl.constexpr = BLOCK if LSE == 0 else LANES     # lanes of the max and sum-exp
+    m = tl.full([BLOCK_R, 1, STATE], LOWEST, tl.float32)
+    s = tl.zeros([BLOCK_R, 1, STATE], tl.float32)
+    counts = (zero_counts(BLOCK_R, G1, LANES, COUNT), zero_counts(BLOCK_R, G2, LANES, COUNT),
+              zero_counts(BLOCK_R, G3, LANES, COUNT))
     first = x.to(tl.float32)       # prune unless the first block holds more than prune_limit
     if processed:                  # entries at or above group 1's smallest key
         first = tl.where(first >= cutoff[:, None, None], first, float("-inf"))
@@ -235,17 +129,17 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
         for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
             xb = tl.load(row_ptr + start + cols, mask=row_ok3)   # whole blocks, unmasked
             m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, logprobs,
-                                processed, LANES, False, True)
+                                processed, LANES, False, True, COUNT, LSE)
     else:
         for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
             xb = tl.load(row_ptr + start + cols, mask=row_ok3)
             m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, logprobs,
-                                processed, LANES, False, False)
+                                processed, LANES, False, False, COUNT, LSE)
     if full_end < hi:                             # the row's ragged last block
         ok3 = row_ok3 & (full_end + cols < hi)
         x = tl.load(row_ptr + full_end + cols, mask=ok3, other=float("-inf"))
         m, s, counts = fold(x, ok3, m, s, counts, keys, least, cutoff, t, logprobs,
-                            processed, LANES, True, True)
+                            processed, LANES, True, True, COUNT, LSE)
 
     ms_ptr = (counts_ptr + splits * B * W).to(tl.pointer_type(tl.float32))   # after [S, B, W]
     if logprobs:
@@ -254,9 +148,9 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
         at = split * B + rows[:, None]
         tl.store(ms_ptr + at, m_all, mask=row_ok[:, None])
         tl.store(ms_ptr + splits * B + at, s_all, mask=row_ok[:, None])
-    store_group(counts_ptr, counts[0], rows, row_ok, split, B, W, 0)
-    store_group(counts_ptr, counts[1], rows, row_ok, split, B, W, G1)
-    store_group(counts_ptr, counts[2], rows, row_ok, split, B, W, G1 + G2)
+    store_group(counts_ptr, counts[0], rows, row_ok, split, B, W, 0, COUNT)
+    store_group(counts_ptr, counts[1], rows, row_ok, split, B, W, G1, COUNT)
+    store_group(counts_ptr, counts[2], rows, row_ok, split, B, W, G1 + G2, COUNT)
 
     tl.debug_barrier()                             # all threads' stores before the release
     ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)         # acq_rel, gpu scope
@@ -289,6 +183,22 @@ class Launch:
     stages: int = 4              # blocks in flight in Triton's pipelined loops
     prune_limit: int | None = None   # the rule's limit (None: group 1's size, per row; -1:
     # never prune; a large number: always)
+    count: int = 0               # the counts' type (``count_lanes``: 0 float, 1 int, 2 -int)
+    lse: int = 0                 # the sum-exp's lanes (``online_lse``: 0 element, 1 thread)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A launch worked out for one (B, V, K, device): the grid, the kernel's scalar and
+    constexpr arguments (``plan_for``), held by ``logprobs_triton`` between calls."""
+
+    launch: Launch
+    row_blocks: int
+    splits: int
+    chunk: int
+    limit: int
+    partials: int                # workspace entries: S B (W + 2)
+    constexprs: dict
 
 
 # logprobs_triton's keyword launch settings default to these (bound at import: patching
@@ -296,6 +206,8 @@ class Launch:
 GPU = Launch(block=512, warps=1, stages=4)      # swept on an H100 (module docstring)
 GPU_PROGRAMS_PER_SM = 6
 CPU_BLOCK, CPU_TILE = 4096, 2**20    # CPU: columns a block at most; entries (rows x KP x block)
+PLANS_HELD = 4096                    # plans logprobs_triton keeps (a check's many shapes)
+_PLANS: dict = {}
 
 
 def id_groups(slots: int) -> tuple[int, int, int]:
@@ -308,7 +220,7 @@ def launch_for(batch: int, vocab: int, slots: int, device: torch.device, gpu: La
     """The launch of ``logprobs_triton``: GPU, ``gpu`` (one row a program) with the row split
     for ``programs_per_sm`` programs per SM; CPU (the interpreter pays per program and per
     loop trip), blocks of up to CPU_BLOCK columns, as many rows a program as CPU_TILE holds,
-    one program a row, ``gpu``'s prune limit."""
+    one program a row, ``gpu``'s prune limit, counts and sum-exp."""
     if device.type == "cuda":
         wanted = cdiv(programs_per_sm * multiprocessors(device), batch)
         return replace(gpu, splits=wanted)
@@ -316,7 +228,7 @@ def launch_for(batch: int, vocab: int, slots: int, device: torch.device, gpu: La
     tile = next_power_of_2(sum(id_groups(slots))) * block
     return Launch(block=block, warps=4, rows=max(1, min(next_power_of_2(batch),
                                                         CPU_TILE // tile)),
-                  prune_limit=gpu.prune_limit)
+                  prune_limit=gpu.prune_limit, count=gpu.count, lse=gpu.lse)
 
 
 def split_columns(vocab: int, block: int, wanted: int) -> tuple[int, int]:
@@ -325,6 +237,21 @@ def split_columns(vocab: int, block: int, wanted: int) -> tuple[int, int]:
     blocks = cdiv(vocab, block)
     chunk = cdiv(blocks, max(1, min(blocks, wanted))) * block
     return cdiv(vocab, chunk), chunk
+
+
+def plan_for(batch: int, vocab: int, slots: int, launch: Launch) -> Plan:
+    """The grid and the launch-dependent arguments of ``_logprobs_kernel`` (pure)."""
+    g1, g2, g3 = id_groups(slots)
+    width = g1 + g2 + g3
+    splits, chunk = split_columns(vocab, launch.block, launch.splits)
+    lanes = min(32 * launch.warps, launch.block // 4)   # a CPU's blocks too: reps > 1 tested
+    limit = g1 * launch.rows if launch.prune_limit is None else launch.prune_limit
+    return Plan(launch=launch, row_blocks=cdiv(batch, launch.rows), splits=splits,
+                chunk=chunk, limit=limit, partials=splits * batch * (width + 2),
+                constexprs=dict(BLOCK_R=launch.rows, BLOCK=launch.block, LANES=lanes,
+                                KP=next_power_of_2(width), G1=g1, G2=g2, G3=g3,
+                                STAGES=launch.stages, COUNT=launch.count, LSE=launch.lse,
+                                num_warps=launch.warps))
 
 
 def row_cutoffs(logits: torch.Tensor, temperature, top_k, top_p):
@@ -336,6 +263,38 @@ def row_cutoffs(logits: torch.Tensor, temperature, top_k, top_p):
     return cutoff.contiguous(), torch.where(t == 0, torch.ones_like(t), t).contiguous()
 
 
+def run_plan(plan: Plan | None, logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
+             temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(values, ranks) of one call under ``plan`` (None only where B or K is 0). The host
+    path of an eager call: no dispatch for inputs already contiguous (the usual case), two
+    allocations, the held workspace's lookup, one launch."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}")
+    if not logits.is_contiguous():
+        logits = logits.contiguous()
+    if token_ids.dtype != torch.int64 or not token_ids.is_contiguous():
+        token_ids = token_ids.to(torch.int64).contiguous()
+    (batch, vocab), slots = logits.shape, token_ids.shape[1]
+    device = logits.device
+    values = torch.empty((batch, slots), dtype=torch.float32, device=device)
+    ranks = torch.empty((batch, slots), dtype=torch.int64, device=device)
+    if batch == 0 or slots == 0:
+        return values, ranks
+    logprobs, processed = mode.endswith("logprobs"), mode.startswith("processed")
+    cutoff, t = row_cutoffs(logits, temperature, top_k, top_p) if processed else (values,) * 2
+    tickets, partials = split_scratch("triton-logprobs", device, plan.row_blocks,
+                                      plan.partials, (torch.int32,))
+    args = (logits, token_ids, cutoff, t, tickets, partials, values, ranks, batch, vocab, slots,
+            logits.stride(0), plan.chunk, plan.limit, int(logprobs), int(processed))
+    if device.type == "cuda":
+        _logprobs_kernel[(plan.row_blocks, plan.splits)](*args, **plan.constexprs)
+    else:     # a CPU computes e^-|z - m| from m = LOWEST in numpy, which warns on overflow
+        with np.errstate(over="ignore"):
+            _logprobs_kernel[(plan.row_blocks, plan.splits)](*args, **plan.constexprs)
+    return values, ranks
+
+
 def logprobs_launch(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
                     temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,
                     launch: Launch | None = None, gpu: Launch = GPU,
@@ -343,50 +302,37 @@ def logprobs_launch(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """``logprobs_triton`` under ``launch`` (None: ``launch_for``'s with ``gpu`` and
     ``programs_per_sm``)."""
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}")
-    logits = logits.contiguous()
-    token_ids = token_ids.to(torch.int64).contiguous()
     (batch, vocab), slots = logits.shape, token_ids.shape[1]
-    device = logits.device
-    values = torch.empty((batch, slots), dtype=torch.float32, device=device)
-    ranks = torch.empty((batch, slots), dtype=torch.int64, device=device)
-    if batch == 0 or slots == 0:
-        return values, ranks
-    launch = launch or launch_for(batch, vocab, slots, device, gpu, programs_per_sm)
-    logprobs, processed = mode.endswith("logprobs"), mode.startswith("processed")
-    cutoff, t = row_cutoffs(logits, temperature, top_k, top_p) if processed else (values,) * 2
-    g1, g2, g3 = id_groups(slots)
-    width = g1 + g2 + g3
-    splits, chunk = split_columns(vocab, launch.block, launch.splits)
-    row_blocks = cdiv(batch, launch.rows)
-    tickets, partials = split_scratch("triton-logprobs", device, row_blocks,
-                                      splits * batch * (width + 2), (torch.int32,))
-    cuda = device.type == "cuda"
-    lanes = min(32 * launch.warps, launch.block // 4) if cuda else launch.block // 4
-    limit = g1 * launch.rows if launch.prune_limit is None else launch.prune_limit
-    # a CPU computes e^-|z - m| from m = LOWEST in numpy, which warns on overflow
-    with contextlib.nullcontext() if cuda else np.errstate(over="ignore"):
-        _logprobs_kernel[(row_blocks, splits)](
-            logits, token_ids, cutoff, t, tickets, partials, values, ranks, batch, vocab, slots,
-            logits.stride(0), chunk, limit, int(logprobs), int(processed),
-            BLOCK_R=launch.rows, BLOCK=launch.block, LANES=lanes,
-            KP=next_power_of_2(width), G1=g1, G2=g2, G3=g3, STAGES=launch.stages,
-            num_warps=launch.warps)
-    return values, ranks
+    plan = None
+    if batch and slots:
+        launch = launch or launch_for(batch, vocab, slots, logits.device, gpu, programs_per_sm)
+        plan = plan_for(batch, vocab, slots, launch)
+    return run_plan(plan, logits, token_ids, mode, temperature, top_k, top_p)
 
 
 def logprobs_triton(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
                     temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor, *,
                     block: int = GPU.block, warps: int = GPU.warps, stages: int = GPU.stages,
                     programs_per_sm: int = GPU_PROGRAMS_PER_SM,
-                    prune_limit: int | None = GPU.prune_limit
-                    ) -> tuple[torch.Tensor, torch.Tensor]:
+                    prune_limit: int | None = GPU.prune_limit, count: int = GPU.count,
+                    lse: int = GPU.lse) -> tuple[torch.Tensor, torch.Tensor]:
     """Family ``logprobs``: (values float32 [B, K], -inf at padding; ranks int64 [B, K]).
     Launch settings (keywords, ``bench --launch``): on a GPU the ``block`` width, ``warps``,
     the loops' ``stages`` and ``programs_per_sm`` (the split; the interpreter takes its own
-    blocks); on both the ``prune_limit`` (``Launch``)."""
-    gpu = Launch(block=block, warps=warps, stages=stages, prune_limit=prune_limit)
-    return logprobs_launch(logits, token_ids, mode, temperature, top_k, top_p, gpu=gpu,
-                           programs_per_sm=programs_per_sm)
-
+    blocks); on both the ``prune_limit``, the counts' type ``count`` and the sum-exp's
+    lanes ``lse`` (``Launch``). The plan of each (B, V, K, device, settings) is held, so an
+    eager call's host work is a dictionary lookup and ``run_plan``."""
+    (batch, vocab), slots = logits.shape, token_ids.shape[1]
+    device = logits.device
+    key = (batch, vocab, slots, device, block, warps, stages, programs_per_sm, prune_limit,
+           count, lse)
+    plan = _PLANS.get(key)
+    if plan is None and batch and slots:
+        gpu = Launch(block=block, warps=warps, stages=stages, prune_limit=prune_limit,
+                     count=count, lse=lse)
+        plan = plan_for(batch, vocab, slots,
+                        launch_for(batch, vocab, slots, device, gpu, programs_per_sm))
+        if len(_PLANS) >= PLANS_HELD:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return run_plan(plan, logits, token_ids, mode, temperature, top_k, top_p)

@@ -15,21 +15,32 @@ argmax. At A = n_b the bonus token follows. Slot j holds d_j (j < A), the emitte
 those of request 0 keyed by its own seed (kernels/triton_seeds.py): its draws depend on its
 seed alone, not on its place in the batch.
 
-Memory traffic per request: its drafts and two gathered probabilities per position
-(16 n bytes), one residual row pair p_A, q_A read once where it rejects (8 V bytes, 4 V
-without draft probs) plus one chunk re-read (2 * 4 * 4Q bytes); a greedy request reads one
-target row per position up to its first mismatch (4 V (A + 1) bytes at most); the output row
-(8 (K + 1) bytes). Rows that do not race or walk have every load masked off. No noise in
-memory. Per-request seeds: 8 bytes per request and use read.
+The one row a request needs (its residual pair, or a greedy request's first target row) may
+be split over S programs, each racing (or taking the argmax of) a run of chunks; each writes
+its (score, token) partial and takes a ticket, and the last merges them (the highest score,
+the earliest split on ties: the whole row's race) and writes the output row. A greedy
+request whose first draft matches walks its later positions in that last program.
 
-Capturable in a CUDA graph: a call reads no device value on the host. num_draft_tokens (a
-host list) travels to the device as a (starts, counts) layout through pinned memory, with
-no synchronisation; the latest LAYOUTS_HELD layouts of up to HELD_REQUESTS requests stay on
-the device, so a call inside a capture reuses the one an eager call with the same counts
-made before it (torch.cuda.graph synchronises before capturing), and the graph keeps it.
+Memory traffic per request and split: its drafts and two gathered probabilities per
+position (16 n bytes); one residual row pair p_A, q_A read once where it rejects (8 V bytes
+over the splits, 4 V without draft probs) plus one chunk re-read per split (2 * 4 * 4Q
+bytes); a greedy request reads one target row per position up to its first mismatch
+(4 V (A + 1) bytes at most); 12 B of partials per split; the output row (8 (K + 1) bytes).
+Rows that do not race or walk have every load masked off. No noise in memory. Per-request
+seeds: 8 bytes per request and use read. That is the floor of the family's bench
+(suites/rejection/floor.py) plus the per-split re-reads.
+
+Capturable in a CUDA graph: a call reads no device value on the host, and its tickets and
+partials live in a per-stream scratch every call leaves zeroed (kernels/split_scratch.py).
+num_draft_tokens (a host list) travels to the device as a (starts, counts) layout through
+pinned memory, with no synchronisation; the latest LAYOUTS_HELD layouts of up to
+HELD_REQUESTS requests stay on the device, so a call inside a capture reuses the one an
+eager call with the same counts made before it (torch.cuda.graph synchronises before
+capturing), and the graph keeps it.
 """
 
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -44,7 +55,13 @@ from sampling_harness.kernels.sample.triton_race import (
     quarter_width,
     race_chunk,
 )
-from sampling_harness.kernels.split_scratch import cdiv, next_power_of_2
+from sampling_harness.kernels.split_scratch import (
+    cdiv,
+    multiprocessors,
+    next_power_of_2,
+    split_scratch,
+    stream_handle,
+)
 from sampling_harness.kernels.triton_seeds import philox_key, seed_argument
 
 ACCEPT_BIT = tl.constexpr(1 << 60)   # acceptance words: counters b 2^20 + i with bit 60 set
@@ -54,10 +71,14 @@ POSITION_BITS = 20                   # positions per request in the acceptance c
 GPU_WARPS = 4                        # one request per program: 16-byte loads of 512-column quarters
 GPU_TILE = 2048                      # columns (4 Q per request) per program on a GPU
 GPU_POSITIONS = 8                    # positions (K + 1) a GPU program holds per request, at least
+GPU_STAGES = 1                       # software-pipeline stages of the row loops
+GPU_PROGRAMS_PER_SM = 1              # a row split until the grid has this many per SM
 CPU_TILE = 2**17                     # columns per program on a CPU (the interpreter: per program)
 LAYOUTS_HELD, HELD_REQUESTS = 16, 4096   # device layouts held for captures (module docstring)
-_LAYOUTS: OrderedDict = OrderedDict()    # (device, counts) -> (layout, event): the latest
+REQUESTS_HELD = 64                   # host facts of recent num_draft_tokens (requests_of)
+_LAYOUTS: OrderedDict = OrderedDict()    # (device, counts) -> (layout, event, stream): latest
 _CAPTURED: dict = {}                     # layouts read by captured graphs: held for good
+_REQUESTS: dict = {}                     # tuple(num_draft_tokens) -> Requests
 
 
 @triton.jit
@@ -92,13 +113,14 @@ def accepted_length(target_ptr, draft_probs_ptr, rows, drafts, live, stride, u, 
 
 
 @triton.jit
-def row_argmax(target_ptr, rows, live, stride, V, n_chunks, BLOCK_B: tl.constexpr,
-               Q: tl.constexpr):
-    """argmax_v p(v) of each live row, the first maximum: columns in order, strict >.
-    Padding past V loads 0, which never beats an earlier column (p >= 0 > -2)."""
+def row_argmax(target_ptr, rows, live, stride, V, first, last, BLOCK_B: tl.constexpr,
+               Q: tl.constexpr, STAGES: tl.constexpr):
+    """(max, argmax) of p(v) over the chunks [first, last) of each live row, the first
+    maximum: columns in order, strict >. Padding past V loads 0, which never beats an
+    earlier column (p >= 0 > -2)."""
     best = tl.full([BLOCK_B], -2.0, tl.float32)
     best_id = tl.zeros([BLOCK_B], tl.int64)
-    for chunk in range(0, n_chunks):
+    for chunk in tl.range(first, last, num_stages=STAGES):
         col0 = chunk * 4 * Q
         p0, p1, p2, p3 = chunk_probs(target_ptr, rows, live, stride, V,
                                      tl.full([1, 1], 0, tl.int32) + col0, Q)
@@ -106,7 +128,7 @@ def row_argmax(target_ptr, rows, live, stride, V, n_chunks, BLOCK_B: tl.constexp
         best, best_id = keep_best(best, best_id, p1, col0 + Q)
         best, best_id = keep_best(best, best_id, p2, col0 + 2 * Q)
         best, best_id = keep_best(best, best_id, p3, col0 + 3 * Q)
-    return best_id
+    return best, best_id
 
 
 @triton.jit
@@ -130,13 +152,17 @@ def residual_chunk(target_ptr, draft_probs_ptr, rows, live, stride, V, col0, dra
 
 @triton.jit
 def residual_race(target_ptr, draft_probs_ptr, requests, rows, live, draft_id, seed, stride, V,
-                  n_chunks, has_draft, BLOCK_B: tl.constexpr, Q: tl.constexpr):
-    """triton-exact's two-level race over the residual of draft row ``rows``, with the noise
-    of race row ``requests``: level 1 picks the chunk with the highest W_G / e_G, level 2
-    the token of that chunk with the highest w / e (scores never NaN: e > 0 is finite)."""
+                  n_chunks, first, last, has_draft, BLOCK_B: tl.constexpr, Q: tl.constexpr,
+                  STAGES: tl.constexpr):
+    """triton-exact's two-level race over the chunks [first, last) of the residual of draft
+    row ``rows``, with the noise of race row ``requests``: level 1 picks the chunk with the
+    highest W_G / e_G (the earliest on ties), level 2 the token of that chunk with the
+    highest w / e (scores never NaN: e > 0 is finite). Returns (level-1 score, token): the
+    splits of a row merge by the highest score, the earliest split on ties, which is the
+    whole row's race."""
     best = tl.full([BLOCK_B], -2.0, tl.float32)
-    winner = tl.zeros([BLOCK_B], tl.int32)
-    for chunk in range(0, n_chunks):
+    winner = tl.zeros([BLOCK_B], tl.int32) + first
+    for chunk in tl.range(first, last, num_stages=STAGES):
         w0, w1, w2, w3 = residual_chunk(target_ptr, draft_probs_ptr, rows, live, stride, V,
                                         tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q,
                                         draft_id, has_draft, Q)
@@ -148,21 +174,45 @@ def residual_race(target_ptr, draft_probs_ptr, requests, rows, live, draft_id, s
 
     w0, w1, w2, w3 = residual_chunk(target_ptr, draft_probs_ptr, rows, live, stride, V,
                                     (winner * 4 * Q)[:, None], draft_id, has_draft, Q)
-    return race_chunk(seed, requests, winner, n_chunks, w0, w1, w2, w3, BLOCK_B, Q)
+    return best, race_chunk(seed, requests, winner, n_chunks, w0, w1, w2, w3, BLOCK_B, Q)
 
 
-@triton.jit(do_not_specialize=["seed", "B", "K", "V", "n_chunks", "has_draft"])
+@triton.jit
+def merged_partials(best_ptr, part_ptr, requests, ok, B, splits):
+    """(score, token) of each request over its S split partials: split 0's, replaced by each
+    later split whose score is strictly higher (the earliest split wins ties), read from L2
+    (.cg: other SMs wrote them)."""
+    top = tl.load(best_ptr + requests, mask=ok, other=0.0, cache_modifier=".cg")
+    token = tl.load(part_ptr + requests, mask=ok, other=0, cache_modifier=".cg")
+    for split in range(1, splits):
+        score = tl.load(best_ptr + split * B + requests, mask=ok, other=0.0, cache_modifier=".cg")
+        better = score > top
+        top = tl.where(better, score, top)
+        token = tl.where(better, tl.load(part_ptr + split * B + requests, mask=ok, other=0,
+                                         cache_modifier=".cg"), token)
+    return top, token
+
+
+@triton.jit(do_not_specialize=["seed", "B", "K", "V", "n_chunks", "has_draft", "per_split",
+                           "splits"])
 def _rejection_kernel(out_ptr, drafts_ptr, starts_ptr, counts_ptr, draft_probs_ptr, target_ptr,
-                      bonus_ptr, greedy_ptr, seed, B, K, V, stride, n_chunks, has_draft,
-                      BLOCK_B: tl.constexpr, W: tl.constexpr, Q: tl.constexpr):
-    """Each program: BLOCK_B requests, every slot of their output rows written
-    (``has_draft``: a runtime flag, 0 where q is one-hot at the draft)."""
+                      bonus_ptr, greedy_ptr, best_ptr, part_ptr, tickets_ptr, seed, B, K, V,
+                      stride, n_chunks, has_draft, per_split, splits, BLOCK_B: tl.constexpr,
+                      W: tl.constexpr, Q: tl.constexpr, SPLIT: tl.constexpr,
+                      STAGES: tl.constexpr):
+    """Programs (request block, split): every split finds the accepted length of its
+    requests (``has_draft``: a runtime flag, 0 where q is one-hot at the draft), then reads
+    its run of chunks [split per_split, + per_split) of the one row it needs: the residual
+    row pair of a rejecting request (its race partial), or a greedy request's first target
+    row (its argmax partial). With S > 1 splits each program writes its (score, token)
+    partial and takes a ticket; the request block's last program merges the S partials,
+    walks a greedy request's later positions while its drafts match (whole rows, in that
+    program) and writes every slot of the output rows."""
     requests = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     ok = requests < B
     start = tl.load(starts_ptr + requests, mask=ok, other=0)
     n = tl.load(counts_ptr + requests, mask=ok, other=0)
     greedy = tl.load(greedy_ptr + requests, mask=ok, other=0) != 0
-    emitted = tl.load(bonus_ptr + requests, mask=ok, other=-1)
     positions = tl.arange(0, W)[None, :]
     proposed = ok[:, None] & (positions < n[:, None])
     drafts = tl.load(drafts_ptr + start[:, None] + positions, mask=proposed, other=-1)
@@ -173,19 +223,60 @@ def _rejection_kernel(out_ptr, drafts_ptr, starts_ptr, counts_ptr, draft_probs_p
                               proposed & ~greedy[:, None], stride, uniform53(hi, lo), n,
                               positions, has_draft)
     racing = ok & ~greedy & (sampled < n)
+    walking = ok & greedy & (n > 0)
+    first = tl.program_id(1) * per_split
+    last = tl.minimum(first + per_split, n_chunks)
+    score = tl.zeros([BLOCK_B], tl.float32)
+    token = tl.zeros([BLOCK_B], tl.int64)
     if tl.max(racing.to(tl.int32)) > 0:
         draft_id = tl.sum(tl.where(positions == sampled[:, None], drafts, 0), axis=1)
-        token = residual_race(target_ptr, draft_probs_ptr, requests, start + sampled, racing,
-                              draft_id, seed, stride, V, n_chunks, has_draft, BLOCK_B, Q)
-        emitted = tl.where(racing, token, emitted)
+        best, won = residual_race(target_ptr, draft_probs_ptr, requests, start + sampled,
+                                  racing, draft_id, seed, stride, V, n_chunks, first, last,
+                                  has_draft, BLOCK_B, Q, STAGES)
+        score = tl.where(racing, best, score)
+        token = tl.where(racing, won, token)
+    if tl.max(walking.to(tl.int32)) > 0:    # greedy: the first position's argmax partial
+        top, at = row_argmax(target_ptr, start, walking, stride, V, first, last, BLOCK_B, Q,
+                             STAGES)
+        score = tl.where(walking, top, score)
+        token = tl.where(walking, at, token)
+    if SPLIT:
+        tl.store(best_ptr + tl.program_id(1) * B + requests, score, mask=ok)
+        tl.store(part_ptr + tl.program_id(1) * B + requests, token, mask=ok)
+        tl.debug_barrier()                                 # all threads' stores, then release
+        ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)     # acq_rel, gpu scope
+        if ticket == splits - 1:                           # the last of the block's S
+            tl.atomic_xchg(tickets_ptr + tl.program_id(0), 0)         # ready for the next call
+            score, token = merged_partials(best_ptr, part_ptr, requests, ok, B, splits)
+            finish(out_ptr, drafts_ptr, target_ptr, bonus_ptr, requests, ok, start, n, drafts,
+                   sampled, racing, walking, token, stride, V, K, n_chunks, positions,
+                   BLOCK_B, Q)
+    else:
+        finish(out_ptr, drafts_ptr, target_ptr, bonus_ptr, requests, ok, start, n, drafts,
+               sampled, racing, walking, token, stride, V, K, n_chunks, positions, BLOCK_B, Q)
 
-    # greedy requests: position after position, no loads after the first mismatch
-    matching = ok & greedy
-    accepted = tl.where(greedy, n, sampled)
-    for i in range(0, K):
+
+@triton.jit
+def finish(out_ptr, drafts_ptr, target_ptr, bonus_ptr, requests, ok, start, n, drafts, sampled,
+           racing, walking, token, stride, V, K, n_chunks, positions, BLOCK_B: tl.constexpr,
+           Q: tl.constexpr):
+    """Write the output rows from the merged tokens: a rejecting request's recovered token;
+    a greedy request's first mismatch, its later positions walked here while they match (no
+    loads after the first mismatch, whole rows unpipelined: a rare path); the bonus token
+    after all accepted."""
+    emitted = tl.load(bonus_ptr + requests, mask=ok, other=-1)
+    emitted = tl.where(racing, token, emitted)
+    accepted = sampled                     # n for greedy requests (none of theirs is tested)
+    first_draft = tl.sum(tl.where(positions == 0, drafts, 0), axis=1)
+    miss = walking & (token != first_draft)
+    accepted = tl.where(miss, 0, accepted)
+    emitted = tl.where(miss, token, emitted)
+    matching = walking & ~miss
+    for i in range(1, K):
         live = matching & (i < n)
         if tl.max(live.to(tl.int32)) > 0:
-            top = row_argmax(target_ptr, start + i, live, stride, V, n_chunks, BLOCK_B, Q)
+            _, top = row_argmax(target_ptr, start + i, live, stride, V, 0, n_chunks, BLOCK_B,
+                                Q, 1)
             draft = tl.load(drafts_ptr + start + i, mask=live, other=-1)
             miss = live & (top != draft)
             accepted = tl.where(miss, i, accepted)
@@ -223,6 +314,16 @@ def _launch_shape(batch: int, vocab: int, device: torch.device, tile: int, warps
     return width, warps
 
 
+def split_count(row_blocks: int, n_chunks: int, device: torch.device,
+                programs_per_sm: int) -> int:
+    """S: the programs a request block's row is split over, until the grid has about
+    ``programs_per_sm`` programs per SM, at most one a chunk; 1 on a CPU (the interpreter
+    pays per program)."""
+    if device.type != "cuda":
+        return 1
+    return max(1, min(n_chunks, cdiv(programs_per_sm * multiprocessors(device), row_blocks)))
+
+
 def positions_width(width: int, device: torch.device, positions: int) -> int:
     """W: the positions a program holds per request, K + 1 rounded up to a power of two; on
     a GPU at least ``positions``, so every K < ``positions`` shares a compiled kernel."""
@@ -230,12 +331,44 @@ def positions_width(width: int, device: torch.device, positions: int) -> int:
     return max(least, next_power_of_2(width + 1))
 
 
-def _check(draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_token_ids,
-           greedy) -> np.ndarray:
-    """The counts as int64 (numpy: a Python loop over requests would bound a large batch by
-    the host); ValueError (one line) on a dtype or shape outside the contract."""
+@dataclass(frozen=True)
+class Requests:
+    """The host facts of one ``num_draft_tokens``: the counts (int64), B, T = sum, K = max,
+    and the (starts, counts) layout [2, B] on the host. Held per counts (``requests_of``)."""
+
+    counts: np.ndarray
+    batch: int
+    total: int
+    width: int
+    host: torch.Tensor
+
+
+def requests_of(num_draft_tokens) -> tuple[tuple, Requests]:
+    """(key, Requests) of ``num_draft_tokens``, validated (a one-line ValueError outside
+    [0, 2^POSITION_BITS)) the first time and held (REQUESTS_HELD of them): an eager call
+    with the counts of an earlier one does no numpy work (numpy: a Python loop over
+    requests would bound a large batch by the host)."""
+    key = tuple(num_draft_tokens)
+    held = _REQUESTS.get(key)
+    if held is not None:
+        return key, held
     counts = np.asarray(num_draft_tokens, dtype=np.int64).reshape(-1)
-    batch, total = counts.size, int(counts.sum())
+    outside = np.flatnonzero((counts < 0) | (counts >= 2**POSITION_BITS))
+    if outside.size:
+        raise ValueError(f"num_draft_tokens must lie in [0, 2^{POSITION_BITS}), got "
+                         f"num_draft_tokens[{outside[0]}] = {counts[outside[0]]}")
+    host = torch.from_numpy(np.stack([np.cumsum(counts) - counts, counts]))
+    held = Requests(counts, counts.size, int(counts.sum()), int(counts.max(initial=0)), host)
+    if len(_REQUESTS) >= REQUESTS_HELD:
+        _REQUESTS.clear()
+    _REQUESTS[key] = held
+    return key, held
+
+
+def _check(requests: Requests, draft_token_ids, draft_probs, target_probs, bonus_token_ids,
+           greedy) -> None:
+    """ValueError (one line) on a dtype or shape outside the contract."""
+    batch, total = requests.batch, requests.total
     if target_probs.dtype != torch.float32 or target_probs.dim() != 2 \
             or target_probs.shape[0] != total:
         raise ValueError(f"target_probs must be float32 [T={total}, V], got "
@@ -247,54 +380,67 @@ def _check(draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_t
     for name, tensor, dtype, size in (("draft_token_ids", draft_token_ids, torch.int64, total),
                                       ("bonus_token_ids", bonus_token_ids, torch.int64, batch),
                                       ("greedy", greedy, torch.bool, batch)):
-        if tensor.dtype != dtype or tuple(tensor.shape) != (size,):
+        if tensor.dtype != dtype or tensor.shape != (size,):
             raise ValueError(f"{name} must be {dtype} [{size}], got {tensor.dtype} "
                              f"{tuple(tensor.shape)}")
-    outside = np.flatnonzero((counts < 0) | (counts >= 2**POSITION_BITS))
-    if outside.size:
-        raise ValueError(f"num_draft_tokens must lie in [0, 2^{POSITION_BITS}), got "
-                         f"num_draft_tokens[{outside[0]}] = {counts[outside[0]]}")
-    return counts
+
+
+def dense(x: torch.Tensor) -> torch.Tensor:
+    """``x`` itself when contiguous (no dispatch), else a contiguous copy."""
+    return x if x.is_contiguous() else x.contiguous()
 
 
 @per_request_seeds
 def rejection_exact(draft_token_ids: torch.Tensor, num_draft_tokens, draft_probs,
                     target_probs: torch.Tensor, bonus_token_ids: torch.Tensor,
                     greedy: torch.Tensor, seed, *, warps: int = GPU_WARPS,
-                    tile: int = GPU_TILE, positions: int = GPU_POSITIONS) -> torch.Tensor:
+                    tile: int = GPU_TILE, positions: int = GPU_POSITIONS,
+                    stages: int = GPU_STAGES, programs_per_sm: int = GPU_PROGRAMS_PER_SM
+                    ) -> torch.Tensor:
     """Family ``rejection``: int64 [B, K + 1], K = max(num_draft_tokens, default 0).
     ``seed``: an int, or int64 [B] per-request seeds. Launch settings (keywords, ``bench
     --launch``; on a GPU, the interpreter takes its own tiles): ``warps``, the ``tile`` of
-    columns a program holds and the least ``positions`` it holds per request."""
-    counts = _check(draft_token_ids, num_draft_tokens, draft_probs, target_probs,
-                    bonus_token_ids, greedy)
-    batch, width = counts.size, int(counts.max(initial=0))
+    columns a program holds, the least ``positions`` it holds per request, the ``stages``
+    of its row loops' software pipeline and ``programs_per_sm`` (the split of a row). None
+    changes the draws."""
+    key, requests = requests_of(num_draft_tokens)
+    _check(requests, draft_token_ids, draft_probs, target_probs, bonus_token_ids, greedy)
+    batch, width = requests.batch, requests.width
     device = target_probs.device
     seed = seed_argument(seed, batch, device)
     out = torch.empty((batch, width + 1), dtype=torch.int64, device=device)
     if batch == 0:
         return out
-    layout = request_layout(counts, device)
+    layout = request_layout(key, requests, device)
     vocab = target_probs.shape[1]
-    target = target_probs.contiguous()
-    draft = target if draft_probs is None else draft_probs.contiguous()
+    target = dense(target_probs)
+    draft = target if draft_probs is None else dense(draft_probs)
     q = quarter_width(vocab)
+    n_chunks = cdiv(vocab, 4 * q)
     block_b, warps = _launch_shape(batch, vocab, device, tile, warps)
-    _rejection_kernel[(cdiv(batch, block_b),)](
-        out, draft_token_ids.contiguous(), layout[0], layout[1], draft, target,
-        bonus_token_ids.contiguous(), greedy.contiguous(), seed, batch, width, vocab,
-        target.stride(0), cdiv(vocab, 4 * q), int(draft_probs is not None),
-        BLOCK_B=block_b, W=positions_width(width, device, positions), Q=q, num_warps=warps)
+    row_blocks = cdiv(batch, block_b)
+    splits = split_count(row_blocks, n_chunks, device, programs_per_sm)
+    per_split = cdiv(n_chunks, splits)
+    splits = cdiv(n_chunks, per_split)
+    tickets, best, part = split_scratch(
+        "triton-rejection", device, row_blocks, splits * batch, (torch.float32, torch.int64)
+    ) if splits > 1 else (out, out, out)
+    _rejection_kernel[(row_blocks, splits)](
+        out, dense(draft_token_ids), layout[0], layout[1], draft, target,
+        dense(bonus_token_ids), dense(greedy), best, part, tickets, seed, batch, width, vocab,
+        target.stride(0), n_chunks, int(draft_probs is not None), per_split, splits,
+        BLOCK_B=block_b, W=positions_width(width, device, positions), Q=q, SPLIT=splits > 1,
+        STAGES=stages, num_warps=warps)
     return out
 
 
-def request_layout(counts: np.ndarray, device: torch.device) -> torch.Tensor:
+def request_layout(key: tuple, requests: Requests, device: torch.device) -> torch.Tensor:
     """int64 [2, B]: each request's first draft row and its draft count, on ``device``, with
-    no synchronisation (a pinned copy); held for captures (module docstring)."""
-    host = torch.from_numpy(np.stack([np.cumsum(counts) - counts, counts]))
+    no synchronisation (a pinned copy); held for captures (module docstring). A held layout
+    made on another stream is waited for on this one (an event)."""
     if device.type != "cuda":
-        return host.to(device)
-    key = (device, counts.tobytes()) if counts.size <= HELD_REQUESTS else None
+        return requests.host.to(device)
+    key = (device, key) if requests.batch <= HELD_REQUESTS else None
     held = _CAPTURED.get(key) or _LAYOUTS.get(key)
     capturing = torch.cuda.is_current_stream_capturing()
     if held is not None:
@@ -303,18 +449,19 @@ def request_layout(counts: np.ndarray, device: torch.device) -> torch.Tensor:
         else:
             if key in _LAYOUTS:
                 _LAYOUTS.move_to_end(key)
-            torch.cuda.current_stream(device).wait_event(held[1])
+            if stream_handle(device) != held[2]:
+                torch.cuda.current_stream(device).wait_event(held[1])
         return held[0]
     if capturing:
         raise RuntimeError(
             f"triton-rejection: call it once outside the CUDA graph capture with these "
-            f"num_draft_tokens (B = {counts.size}, at most {HELD_REQUESTS} requests): their "
-            f"device copy is made outside the graph")
-    layout = host.pin_memory().to(device, non_blocking=True)
+            f"num_draft_tokens (B = {requests.batch}, at most {HELD_REQUESTS} requests): "
+            f"their device copy is made outside the graph")
+    layout = requests.host.pin_memory().to(device, non_blocking=True)
     if key is not None:
         event = torch.cuda.Event()
         event.record(torch.cuda.current_stream(device))
-        _LAYOUTS[key] = layout, event
+        _LAYOUTS[key] = layout, event, stream_handle(device)
         while len(_LAYOUTS) > LAYOUTS_HELD:
             _LAYOUTS.popitem(last=False)
     return layout

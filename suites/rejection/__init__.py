@@ -17,6 +17,7 @@ from sampling_harness.suites.rejection import (
     validity,
 )
 from sampling_harness.suites.rejection.contract import BUDGETS, bench_batch, validate_output
+from sampling_harness.suites.rejection.floor import rejection_floor_bytes
 
 CHECKS = (
     Check("validity", validity.validity, sanitize=True, many_shapes=True, detects=(
@@ -157,7 +158,6 @@ FAMILY = Family(
     bench=BenchSpec(
         gpu_shapes=("256x4x151936", "32x4x32000"), cpu_shapes=("8x4x4099",),
         shape_help="BxKxV", make_inputs=bench_batch,
-        floor_bytes=lambda inputs: 2 * inputs["target_probs"].numel() * 4
-        + 8 * len(inputs["num_draft_tokens"]) * (max(inputs["num_draft_tokens"]) + 1),
+        floor_bytes=rejection_floor_bytes,
         baselines=("torch-rejection",)),
 )
