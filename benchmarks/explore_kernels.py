@@ -25,24 +25,16 @@ from sampling_harness.bench.timing import flush_buffer, release, same_output, ti
 from sampling_harness.families import FAMILIES
 from sampling_harness.families.loader import load
 
-LOGPROBS = [{}, {"count": 1}, {"count": 2}, {"lse": 1}, {"count": 2, "lse": 1},
-            {"count": 1, "lse": 1}, {"count": 2, "lse": 1, "programs_per_sm": 4},
-            {"count": 2, "lse": 1, "programs_per_sm": 8},
-            {"count": 2, "lse": 1, "warps": 2, "block": 1024},
-            {"count": 2, "lse": 1, "block": 1024}, {"count": 2, "lse": 1, "block": 256},
-            {"count": 2, "lse": 1, "stages": 3}]
-REJECTION = [{}, {"programs_per_sm": 2}, {"programs_per_sm": 4}, {"programs_per_sm": 8},
-             {"programs_per_sm": 4, "stages": 3}, {"programs_per_sm": 4, "stages": 5},
-             {"stages": 3},
-             {"programs_per_sm": 4, "warps": 8, "stages": 3}]
-SAMPLE_LOGITS = [{}, {"group_block": 4096}, {"group_block": 16384},
-                 {"select_small": 64}]
+LOGPROBS = [{}, {"search": 1}, {"search": 1, "block": 1024}, {"search": 1, "warps": 2},
+            {"search": 1, "stages": 3}, {"search": 1, "programs_per_sm": 8}]
+TOP_LOGPROBS = [{}, {"search": 1}, {"search": 1, "prune_limit": -1}]
+REJECTION = [{}, {"programs_per_sm": 8}]
+SAMPLE_LOGITS = [{}, {"group_block": 4096}]
 # (family, kernel, shapes, settings)
 PLAN = [
-    ("logprobs", "triton-logprobs", ["256x151936x21:random", "256x151936x21:top"], LOGPROBS),
-    ("rejection", "triton-rejection", ["256x4x151936"], REJECTION),
-    ("rejection", "triton-rejection", ["32x4x128256", "1x4x32000"],
-     [{}, {"programs_per_sm": 4}, {"programs_per_sm": 4, "stages": 3}]),
+    ("logprobs", "triton-logprobs", ["256x151936x21:random", "32x128256x21:random"], LOGPROBS),
+    ("logprobs", "triton-logprobs", ["256x151936x21:top"], TOP_LOGPROBS),
+    ("rejection", "triton-rejection", ["256x4x151936", "32x4x128256", "1x4x32000"], REJECTION),
     ("sample-logits", "triton-sample-logits", ["256x151936"], SAMPLE_LOGITS),
 ]
 PROFILE = [("sample-logits", f"256x151936{f}") for f in

@@ -21,6 +21,15 @@ from sampling_harness.suites.rejection.contract import validate_output  # noqa: 
 DEVICE = default_device()
 
 
+@pytest.fixture(autouse=True)
+def fresh_launch_plans():
+    """Launch plans are held per shape: a test that patches the launch arithmetic must not
+    read a plan made before (or leave its own to the next test)."""
+    triton_rejection.launch_plan.cache_clear()
+    yield
+    triton_rejection.launch_plan.cache_clear()
+
+
 def make_batch(counts: list[int], vocab: int, seed: int, with_draft: bool = True) -> dict:
     """Ragged requests, every third greedy. Drafts drawn from q; target laws q tilted by
     exp(N(0, 1)), with rows peaked at the draft (acceptance about 1/2), rows p = q (always
@@ -153,6 +162,7 @@ def test_launch_shapes_match(monkeypatch, block_b, positions):
     if positions is not None:
         monkeypatch.setattr(triton_rejection, "positions_width",
                             lambda width, d, least: positions)
+    triton_rejection.launch_plan.cache_clear()
     assert torch.equal(run(inputs, 77), default)
     assert torch.equal(run(one_hot, 77), default_one_hot)
 
@@ -167,6 +177,7 @@ def test_split_rows_match(monkeypatch, splits):
     one_hot = {**inputs, "draft_probs": None}
     default, default_one_hot = run(inputs, 78), run(one_hot, 78)
     monkeypatch.setattr(triton_rejection, "split_count", lambda *args: splits)
+    triton_rejection.launch_plan.cache_clear()
     assert torch.equal(run(inputs, 78), default)
     assert torch.equal(run(one_hot, 78), default_one_hot)
     assert_coupled(inputs, 78)

@@ -3,12 +3,11 @@ counts of its requested keys, and the merge of a row's splits (kernels/logprobs/
 triton_logprobs.py launches them; its docstring states the algorithm).
 
 The ranks are counts of entries >= each requested key, kept per lane and group of sorted
-keys; ``count_lanes`` keeps them as float32 (COUNT 0) or int32 (1: +1 a hit; 2: -1 a hit,
-the compare's all-ones mask, whose adds the compiler may take three at a time). The sum-exp
-is kept per element (LSE 0: one exponential e^-|z - m| an element that also rescales) or
-per thread (LSE 1: the block's max of each thread's elements first, one rescale a block,
-then e^(z - m) an element). Each is exact in its counts; LSE changes only the float32
-rounding of the sum.
+keys as float32 (a compare-select, the add on the FMA pipe: exact below 2^24 a lane). The
+sum-exp is kept per element: one exponential e^-|z - m| an element that also rescales.
+(Int32 counts and a per-thread sum-exp were measured no faster on an H100: docs/measurements/
+bench.md, 2026-11-26.) A row's unpruned blocks may instead be counted by a search among its
+sorted keys (kernels/logprobs/rank_search.py); both write the same counts.
 """
 
 import triton
@@ -52,51 +51,29 @@ def sorted_keys(ck, pos, FIRST: tl.constexpr, G: tl.constexpr):
 
 
 @triton.jit
-def count_lanes(count, key, key_id, LANES: tl.constexpr, COUNT: tl.constexpr):
-    """count [R, G, LANES] += (key [R, 1, BLOCK] >= key_id [R, G, 1]), summed over each
-    thread's elements (4 adjacent, repeated BLOCK / (4 LANES) times) in registers. COUNT
-    picks the hit's type (``count_type``): 0, float32 1.0 / 0.0 (a compare-select, the add
-    on the FMA pipe); 1, int32 1 / 0; 2, int32 -1 / 0 (a compare that yields the all-ones
-    mask, the adds three at a time): the counts are exact either way."""
-    if COUNT == 0:
-        hit = tl.where(key >= key_id, 1.0, 0.0)
-    elif COUNT == 1:
-        hit = tl.where(key >= key_id, 1, 0)
-    else:
-        hit = tl.where(key >= key_id, -1, 0)
+def count_lanes(count, key, key_id, LANES: tl.constexpr):
+    """count [R, G, LANES] += (key [R, 1, BLOCK] >= key_id [R, G, 1]), float32, summed over
+    each thread's elements (4 adjacent, repeated BLOCK / (4 LANES) times) in registers."""
+    hit = tl.where(key >= key_id, 1.0, 0.0)
     reps: tl.constexpr = hit.shape[2] // (4 * LANES)
     hit = tl.reshape(hit, [hit.shape[0], hit.shape[1], reps, LANES, 4])
     return count + tl.sum(tl.sum(hit, 4), 2)
 
 
 @triton.jit
-def zero_counts(R: tl.constexpr, G: tl.constexpr, LANES: tl.constexpr, COUNT: tl.constexpr):
-    """[R, G, LANES] zeros of the counts' type (float32 for COUNT 0, else int32)."""
-    if COUNT == 0:
-        return tl.zeros([R, G, LANES], tl.float32)
-    else:
-        return tl.zeros([R, G, LANES], tl.int32)
+def zero_counts(R: tl.constexpr, G: tl.constexpr, LANES: tl.constexpr):
+    """[R, G, LANES] float32 zeros: a group's lane counts."""
+    return tl.zeros([R, G, LANES], tl.float32)
 
 
 @triton.jit
-def online_lse(z, m, s, LANES: tl.constexpr, LSE: tl.constexpr):
-    """Fold z [R, 1, BLOCK] (-inf where masked) into the running max m and sum-exp s.
-    LSE 0: per element, m and s [R, 1, BLOCK], one exponential e^-|z - m| that rescales s
-    when z is the new max and is z's term otherwise. LSE 1: per thread, m and s [R, 1,
-    LANES]: the block's max of each thread's elements first, s rescaled once a block, then
-    one exponential e^(z - m) per element (fewer instructions: no compare-select per
-    element). m starts at the lowest finite float, so no -inf - -inf; -inf adds 0."""
-    if LSE == 0:
-        e = tl.exp2(tl.abs(z - m) * -LOG2E)
-        s = tl.where(z > m, s * e + 1.0, s + e)
-        m = tl.maximum(m, z)
-    else:
-        reps: tl.constexpr = z.shape[2] // (4 * LANES)
-        z5 = tl.reshape(z, [z.shape[0], 1, reps, LANES, 4])
-        m_new = tl.maximum(m, tl.max(tl.max(z5, 4), 2))
-        terms = tl.exp2((z5 - m_new[:, :, None, :, None]) * LOG2E)
-        s = s * tl.exp2((m - m_new) * LOG2E) + tl.sum(tl.sum(terms, 4), 2)
-        m = m_new
+def online_lse(z, m, s):
+    """Fold z [R, 1, BLOCK] (-inf where masked) into the running max m and sum-exp s [R, 1,
+    BLOCK]: one exponential e^-|z - m| that rescales s when z is the new max and is z's term
+    otherwise. m starts at the lowest finite float, so no -inf - -inf; -inf adds 0."""
+    e = tl.exp2(tl.abs(z - m) * -LOG2E)
+    s = tl.where(z > m, s * e + 1.0, s + e)
+    m = tl.maximum(m, z)
     return m, s
 
 
@@ -108,14 +85,12 @@ def needed(bm, least):
 
 @triton.jit
 def fold(x, ok, m, s, counts, keys, least, cutoff, t, logprobs, processed,
-         LANES: tl.constexpr, MASKED: tl.constexpr, PRUNED: tl.constexpr,
-         COUNT: tl.constexpr, LSE: tl.constexpr):
+         LANES: tl.constexpr, MASKED: tl.constexpr, PRUNED: tl.constexpr):
     """Fold a block x [R, 1, BLOCK] (-inf where not ok) into the per-lane max m and sum-exp
     s and the counts of the three groups: all of them, or (PRUNED) those whose smallest key
     the block's max reaches, the last group (the smallest keys) first, each next one only if
     the one after it was. ``logprobs`` and ``processed``: runtime flags of the mode (one
-    uniform branch a block each, not a compiled kernel per mode). COUNT, LSE: how the counts
-    and the sum-exp are kept (``count_lanes``, ``online_lse``)."""
+    uniform branch a block each, not a compiled kernel per mode)."""
     key = x.to(tl.float32)
     if processed:
         key = tl.where(key >= cutoff[:, None, None], key, float("-inf"))
@@ -123,7 +98,7 @@ def fold(x, ok, m, s, counts, keys, least, cutoff, t, logprobs, processed,
         z = key
         if processed:
             z = key / t[:, None, None]
-        m, s = online_lse(z, m, s, LANES, LSE)
+        m, s = online_lse(z, m, s)
     if PRUNED:
         bm = tl.max(key, axis=2)                      # [R, 1]; -inf where masked
     if MASKED:
@@ -132,26 +107,25 @@ def fold(x, ok, m, s, counts, keys, least, cutoff, t, logprobs, processed,
     k1, k2, k3 = keys
     l1, l2, l3 = least
     if not PRUNED:
-        c1 = count_lanes(c1, key, k1, LANES, COUNT)
-        c2 = count_lanes(c2, key, k2, LANES, COUNT)
-        c3 = count_lanes(c3, key, k3, LANES, COUNT)
+        c1 = count_lanes(c1, key, k1, LANES)
+        c2 = count_lanes(c2, key, k2, LANES)
+        c3 = count_lanes(c3, key, k3, LANES)
     elif needed(bm, l3):
-        c3 = count_lanes(c3, key, k3, LANES, COUNT)
+        c3 = count_lanes(c3, key, k3, LANES)
         if needed(bm, l2):
-            c2 = count_lanes(c2, key, k2, LANES, COUNT)
+            c2 = count_lanes(c2, key, k2, LANES)
             if needed(bm, l1):
-                c1 = count_lanes(c1, key, k1, LANES, COUNT)
+                c1 = count_lanes(c1, key, k1, LANES)
     return m, s, (c1, c2, c3)
 
 
 @triton.jit
-def store_group(counts_ptr, count, rows, row_ok, split, B, W: tl.constexpr,
-                FIRST: tl.constexpr, COUNT: tl.constexpr):
-    """The counts of window positions FIRST .. of one split (COUNT 2 counts down)."""
+def store_group(counts_ptr, count, searched, rows, row_ok, split, B, W: tl.constexpr,
+                FIRST: tl.constexpr):
+    """The counts of window positions FIRST .. of one split: the group's lane counts plus
+    ``searched`` [R, G], those of the blocks counted by search (rank_search.py)."""
     at = FIRST + tl.arange(0, count.shape[1])
-    total = tl.sum(count, axis=2).to(tl.int32)
-    if COUNT == 2:
-        total = -total
+    total = tl.sum(count, axis=2).to(tl.int32) + searched
     tl.store(counts_ptr + (split * B + rows.to(tl.int64))[:, None] * W + at[None, :],
              total, mask=row_ok[:, None])
 

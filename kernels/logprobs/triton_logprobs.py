@@ -63,10 +63,17 @@ from sampling_harness.kernels.logprobs.rank_fold import (
     LOWEST,
     fold,
     merged_lse,
+    online_lse,
     slot_order,
     sorted_keys,
     store_group,
     zero_counts,
+)
+from sampling_harness.kernels.logprobs.rank_search import (
+    ascending_keys,
+    bin_histogram,
+    search_bins,
+    searched_counts,
 )
 from sampling_harness.kernels.logprobs.torch_logprobs import kept_entries
 from sampling_harness.kernels.split_scratch import (
@@ -86,7 +93,7 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
                      processed, BLOCK_R: tl.constexpr,
                      BLOCK: tl.constexpr, LANES: tl.constexpr, KP: tl.constexpr,
                      G1: tl.constexpr, G2: tl.constexpr, G3: tl.constexpr,
-                     STAGES: tl.constexpr, COUNT: tl.constexpr, LSE: tl.constexpr):
+                     STAGES: tl.constexpr, SEARCH: tl.constexpr):
     """Program (r, p): rows r BLOCK_R .. + BLOCK_R - 1, columns [p CHUNK, (p + 1) CHUNK);
     the groups G1, G2, G3 take the last W = G1 + G2 + G3 of KP sorted positions (K <= W).
     Memory traffic: the logits read once (4 or 2 B V per row); per split the ids and their
@@ -116,11 +123,11 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
             sorted_keys(ck, pos, WS + G1 + G2, G3))
     least = (tl.min(keys[0], axis=1), tl.min(keys[1], axis=1), tl.min(keys[2], axis=1))
 
-    STATE: tl.constexpr = BLOCK if LSE == 0 else LANES     # lanes of the max and sum-exp
-    m = tl.full([BLOCK_R, 1, STATE], LOWEST, tl.float32)
-    s = tl.zeros([BLOCK_R, 1, STATE], tl.float32)
-    counts = (zero_counts(BLOCK_R, G1, LANES, COUNT), zero_counts(BLOCK_R, G2, LANES, COUNT),
-              zero_counts(BLOCK_R, G3, LANES, COUNT))
+    m = tl.full([BLOCK_R, 1, BLOCK], LOWEST, tl.float32)
+    s = tl.zeros([BLOCK_R, 1, BLOCK], tl.float32)
+    counts = (zero_counts(BLOCK_R, G1, LANES), zero_counts(BLOCK_R, G2, LANES),
+              zero_counts(BLOCK_R, G3, LANES))
+    hist = tl.zeros([BLOCK_R, KP], tl.int32)     # SEARCH: the unpruned blocks' bins
     first = x.to(tl.float32)       # prune unless the first block holds more than prune_limit
     if processed:                  # entries at or above group 1's smallest key
         first = tl.where(first >= cutoff[:, None, None], first, float("-inf"))
@@ -129,17 +136,29 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
         for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
             xb = tl.load(row_ptr + start + cols, mask=row_ok3)   # whole blocks, unmasked
             m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, logprobs,
-                                processed, LANES, False, True, COUNT, LSE)
+                                processed, LANES, False, True)
+    elif SEARCH:                   # one search among the sorted keys an element
+        asc = ascending_keys(ck, pos, KP)
+        for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
+            xk = tl.load(row_ptr + start + cols, mask=row_ok3).to(tl.float32)
+            if processed:
+                xk = tl.where(xk >= cutoff[:, None, None], xk, float("-inf"))
+            if logprobs:
+                z = xk
+                if processed:
+                    z = xk / t[:, None, None]
+                m, s = online_lse(z, m, s)
+            hist = bin_histogram(hist, search_bins(xk, asc, KP), KP)
     else:
         for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
             xb = tl.load(row_ptr + start + cols, mask=row_ok3)
             m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, logprobs,
-                                processed, LANES, False, False, COUNT, LSE)
+                                processed, LANES, False, False)
     if full_end < hi:                             # the row's ragged last block
         ok3 = row_ok3 & (full_end + cols < hi)
         x = tl.load(row_ptr + full_end + cols, mask=ok3, other=float("-inf"))
         m, s, counts = fold(x, ok3, m, s, counts, keys, least, cutoff, t, logprobs,
-                            processed, LANES, True, True, COUNT, LSE)
+                            processed, LANES, True, True)
 
     ms_ptr = (counts_ptr + splits * B * W).to(tl.pointer_type(tl.float32))   # after [S, B, W]
     if logprobs:
@@ -148,9 +167,12 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
         at = split * B + rows[:, None]
         tl.store(ms_ptr + at, m_all, mask=row_ok[:, None])
         tl.store(ms_ptr + splits * B + at, s_all, mask=row_ok[:, None])
-    store_group(counts_ptr, counts[0], rows, row_ok, split, B, W, 0, COUNT)
-    store_group(counts_ptr, counts[1], rows, row_ok, split, B, W, G1, COUNT)
-    store_group(counts_ptr, counts[2], rows, row_ok, split, B, W, G1 + G2, COUNT)
+    store_group(counts_ptr, counts[0], searched_counts(hist, 0, G1, KP, W), rows, row_ok,
+                split, B, W, 0)
+    store_group(counts_ptr, counts[1], searched_counts(hist, G1, G2, KP, W), rows, row_ok,
+                split, B, W, G1)
+    store_group(counts_ptr, counts[2], searched_counts(hist, G1 + G2, G3, KP, W), rows,
+                row_ok, split, B, W, G1 + G2)
 
     tl.debug_barrier()                             # all threads' stores before the release
     ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)         # acq_rel, gpu scope
@@ -183,8 +205,8 @@ class Launch:
     stages: int = 4              # blocks in flight in Triton's pipelined loops
     prune_limit: int | None = None   # the rule's limit (None: group 1's size, per row; -1:
     # never prune; a large number: always)
-    count: int = 0               # the counts' type (``count_lanes``: 0 float, 1 int, 2 -int)
-    lse: int = 0                 # the sum-exp's lanes (``online_lse``: 0 element, 1 thread)
+    search: int = 0              # unpruned blocks: 0 compares per key (rank_fold.py), 1 a
+    # search among the sorted keys (rank_search.py)
 
 
 @dataclass(frozen=True)
@@ -220,7 +242,7 @@ def launch_for(batch: int, vocab: int, slots: int, device: torch.device, gpu: La
     """The launch of ``logprobs_triton``: GPU, ``gpu`` (one row a program) with the row split
     for ``programs_per_sm`` programs per SM; CPU (the interpreter pays per program and per
     loop trip), blocks of up to CPU_BLOCK columns, as many rows a program as CPU_TILE holds,
-    one program a row, ``gpu``'s prune limit, counts and sum-exp."""
+    one program a row, ``gpu``'s prune limit and search."""
     if device.type == "cuda":
         wanted = cdiv(programs_per_sm * multiprocessors(device), batch)
         return replace(gpu, splits=wanted)
@@ -228,7 +250,7 @@ def launch_for(batch: int, vocab: int, slots: int, device: torch.device, gpu: La
     tile = next_power_of_2(sum(id_groups(slots))) * block
     return Launch(block=block, warps=4, rows=max(1, min(next_power_of_2(batch),
                                                         CPU_TILE // tile)),
-                  prune_limit=gpu.prune_limit, count=gpu.count, lse=gpu.lse)
+                  prune_limit=gpu.prune_limit, search=gpu.search)
 
 
 def split_columns(vocab: int, block: int, wanted: int) -> tuple[int, int]:
@@ -250,7 +272,7 @@ def plan_for(batch: int, vocab: int, slots: int, launch: Launch) -> Plan:
                 chunk=chunk, limit=limit, partials=splits * batch * (width + 2),
                 constexprs=dict(BLOCK_R=launch.rows, BLOCK=launch.block, LANES=lanes,
                                 KP=next_power_of_2(width), G1=g1, G2=g2, G3=g3,
-                                STAGES=launch.stages, COUNT=launch.count, LSE=launch.lse,
+                                STAGES=launch.stages, SEARCH=launch.search,
                                 num_warps=launch.warps))
 
 
@@ -314,22 +336,22 @@ def logprobs_triton(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
                     temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor, *,
                     block: int = GPU.block, warps: int = GPU.warps, stages: int = GPU.stages,
                     programs_per_sm: int = GPU_PROGRAMS_PER_SM,
-                    prune_limit: int | None = GPU.prune_limit, count: int = GPU.count,
-                    lse: int = GPU.lse) -> tuple[torch.Tensor, torch.Tensor]:
+                    prune_limit: int | None = GPU.prune_limit, search: int = GPU.search
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
     """Family ``logprobs``: (values float32 [B, K], -inf at padding; ranks int64 [B, K]).
     Launch settings (keywords, ``bench --launch``): on a GPU the ``block`` width, ``warps``,
     the loops' ``stages`` and ``programs_per_sm`` (the split; the interpreter takes its own
-    blocks); on both the ``prune_limit``, the counts' type ``count`` and the sum-exp's
-    lanes ``lse`` (``Launch``). The plan of each (B, V, K, device, settings) is held, so an
+    blocks); on both the ``prune_limit`` and ``search``, how unpruned blocks count
+    (``Launch``). The plan of each (B, V, K, device, settings) is held, so an
     eager call's host work is a dictionary lookup and ``run_plan``."""
     (batch, vocab), slots = logits.shape, token_ids.shape[1]
     device = logits.device
     key = (batch, vocab, slots, device, block, warps, stages, programs_per_sm, prune_limit,
-           count, lse)
+           search)
     plan = _PLANS.get(key)
     if plan is None and batch and slots:
         gpu = Launch(block=block, warps=warps, stages=stages, prune_limit=prune_limit,
-                     count=count, lse=lse)
+                     search=search)
         plan = plan_for(batch, vocab, slots,
                         launch_for(batch, vocab, slots, device, gpu, programs_per_sm))
         if len(_PLANS) >= PLANS_HELD:

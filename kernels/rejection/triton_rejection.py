@@ -31,23 +31,27 @@ seeds: 8 bytes per request and use read. That is the floor of the family's bench
 (suites/rejection/floor.py) plus the per-split re-reads.
 
 Capturable in a CUDA graph: a call reads no device value on the host, and its tickets and
-partials live in a per-stream scratch every call leaves zeroed (kernels/split_scratch.py).
-num_draft_tokens (a host list) travels to the device as a (starts, counts) layout through
-pinned memory, with no synchronisation; the latest LAYOUTS_HELD layouts of up to
-HELD_REQUESTS requests stay on the device, so a call inside a capture reuses the one an
-eager call with the same counts made before it (torch.cuda.graph synchronises before
-capturing), and the graph keeps it.
+partials live in a per-stream scratch every call leaves zeroed (kernels/split_scratch.py);
+the request layout (starts, counts) is made and held on the host side
+(kernels/rejection/request_layout.py). A call's launch arithmetic is held per shape
+(``launch_plan``).
 """
 
-from collections import OrderedDict
-from dataclasses import dataclass
+import functools
+from typing import NamedTuple
 
-import numpy as np
 import torch
 import triton
 import triton.language as tl
 
 from sampling_harness.kernels.meta import per_request_seeds
+from sampling_harness.kernels.rejection.request_layout import (
+    POSITION_BITS,
+    check_inputs,
+    dense,
+    request_layout,
+    requests_of,
+)
 from sampling_harness.kernels.sample.triton_race import (
     chunk_noise,
     chunk_probs,
@@ -60,25 +64,20 @@ from sampling_harness.kernels.split_scratch import (
     multiprocessors,
     next_power_of_2,
     split_scratch,
-    stream_handle,
 )
 from sampling_harness.kernels.triton_seeds import philox_key, seed_argument
 
 ACCEPT_BIT = tl.constexpr(1 << 60)   # acceptance words: counters b 2^20 + i with bit 60 set
-POSITION_BITS = 20                   # positions per request in the acceptance counters
+assert POSITION_BITS == 20           # the shift in accept_words
 # rejection_exact's keyword launch settings default to these (bound at import: patching them
 # changes nothing):
 GPU_WARPS = 4                        # one request per program: 16-byte loads of 512-column quarters
 GPU_TILE = 2048                      # columns (4 Q per request) per program on a GPU
 GPU_POSITIONS = 8                    # positions (K + 1) a GPU program holds per request, at least
-GPU_STAGES = 1                       # software-pipeline stages of the row loops
-GPU_PROGRAMS_PER_SM = 1              # a row split until the grid has this many per SM
+GPU_PROGRAMS_PER_SM = 4              # a row split until the grid has this many per SM: 81 %
+                                     # of the floor at 256 x 4 x 151936 on an H100, 71 % at 1
+                                     # (docs/measurements/bench.md); row loops unpipelined
 CPU_TILE = 2**17                     # columns per program on a CPU (the interpreter: per program)
-LAYOUTS_HELD, HELD_REQUESTS = 16, 4096   # device layouts held for captures (module docstring)
-REQUESTS_HELD = 64                   # host facts of recent num_draft_tokens (requests_of)
-_LAYOUTS: OrderedDict = OrderedDict()    # (device, counts) -> (layout, event, stream): latest
-_CAPTURED: dict = {}                     # layouts read by captured graphs: held for good
-_REQUESTS: dict = {}                     # tuple(num_draft_tokens) -> Requests
 
 
 @triton.jit
@@ -114,13 +113,13 @@ def accepted_length(target_ptr, draft_probs_ptr, rows, drafts, live, stride, u, 
 
 @triton.jit
 def row_argmax(target_ptr, rows, live, stride, V, first, last, BLOCK_B: tl.constexpr,
-               Q: tl.constexpr, STAGES: tl.constexpr):
+               Q: tl.constexpr):
     """(max, argmax) of p(v) over the chunks [first, last) of each live row, the first
     maximum: columns in order, strict >. Padding past V loads 0, which never beats an
     earlier column (p >= 0 > -2)."""
     best = tl.full([BLOCK_B], -2.0, tl.float32)
     best_id = tl.zeros([BLOCK_B], tl.int64)
-    for chunk in tl.range(first, last, num_stages=STAGES):
+    for chunk in tl.range(first, last, num_stages=1):
         col0 = chunk * 4 * Q
         p0, p1, p2, p3 = chunk_probs(target_ptr, rows, live, stride, V,
                                      tl.full([1, 1], 0, tl.int32) + col0, Q)
@@ -152,8 +151,7 @@ def residual_chunk(target_ptr, draft_probs_ptr, rows, live, stride, V, col0, dra
 
 @triton.jit
 def residual_race(target_ptr, draft_probs_ptr, requests, rows, live, draft_id, seed, stride, V,
-                  n_chunks, first, last, has_draft, BLOCK_B: tl.constexpr, Q: tl.constexpr,
-                  STAGES: tl.constexpr):
+                  n_chunks, first, last, has_draft, BLOCK_B: tl.constexpr, Q: tl.constexpr):
     """triton-exact's two-level race over the chunks [first, last) of the residual of draft
     row ``rows``, with the noise of race row ``requests``: level 1 picks the chunk with the
     highest W_G / e_G (the earliest on ties), level 2 the token of that chunk with the
@@ -162,7 +160,7 @@ def residual_race(target_ptr, draft_probs_ptr, requests, rows, live, draft_id, s
     whole row's race."""
     best = tl.full([BLOCK_B], -2.0, tl.float32)
     winner = tl.zeros([BLOCK_B], tl.int32) + first
-    for chunk in tl.range(first, last, num_stages=STAGES):
+    for chunk in tl.range(first, last, num_stages=1):
         w0, w1, w2, w3 = residual_chunk(target_ptr, draft_probs_ptr, rows, live, stride, V,
                                         tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q,
                                         draft_id, has_draft, Q)
@@ -198,8 +196,7 @@ def merged_partials(best_ptr, part_ptr, requests, ok, B, splits):
 def _rejection_kernel(out_ptr, drafts_ptr, starts_ptr, counts_ptr, draft_probs_ptr, target_ptr,
                       bonus_ptr, greedy_ptr, best_ptr, part_ptr, tickets_ptr, seed, B, K, V,
                       stride, n_chunks, has_draft, per_split, splits, BLOCK_B: tl.constexpr,
-                      W: tl.constexpr, Q: tl.constexpr, SPLIT: tl.constexpr,
-                      STAGES: tl.constexpr):
+                      W: tl.constexpr, Q: tl.constexpr, SPLIT: tl.constexpr):
     """Programs (request block, split): every split finds the accepted length of its
     requests (``has_draft``: a runtime flag, 0 where q is one-hot at the draft), then reads
     its run of chunks [split per_split, + per_split) of the one row it needs: the residual
@@ -232,12 +229,11 @@ def _rejection_kernel(out_ptr, drafts_ptr, starts_ptr, counts_ptr, draft_probs_p
         draft_id = tl.sum(tl.where(positions == sampled[:, None], drafts, 0), axis=1)
         best, won = residual_race(target_ptr, draft_probs_ptr, requests, start + sampled,
                                   racing, draft_id, seed, stride, V, n_chunks, first, last,
-                                  has_draft, BLOCK_B, Q, STAGES)
+                                  has_draft, BLOCK_B, Q)
         score = tl.where(racing, best, score)
         token = tl.where(racing, won, token)
     if tl.max(walking.to(tl.int32)) > 0:    # greedy: the first position's argmax partial
-        top, at = row_argmax(target_ptr, start, walking, stride, V, first, last, BLOCK_B, Q,
-                             STAGES)
+        top, at = row_argmax(target_ptr, start, walking, stride, V, first, last, BLOCK_B, Q)
         score = tl.where(walking, top, score)
         token = tl.where(walking, at, token)
     if SPLIT:
@@ -276,7 +272,7 @@ def finish(out_ptr, drafts_ptr, target_ptr, bonus_ptr, requests, ok, start, n, d
         live = matching & (i < n)
         if tl.max(live.to(tl.int32)) > 0:
             _, top = row_argmax(target_ptr, start + i, live, stride, V, 0, n_chunks, BLOCK_B,
-                                Q, 1)
+                                Q)
             draft = tl.load(drafts_ptr + start + i, mask=live, other=-1)
             miss = live & (top != draft)
             accepted = tl.where(miss, i, accepted)
@@ -331,63 +327,33 @@ def positions_width(width: int, device: torch.device, positions: int) -> int:
     return max(least, next_power_of_2(width + 1))
 
 
-@dataclass(frozen=True)
-class Requests:
-    """The host facts of one ``num_draft_tokens``: the counts (int64), B, T = sum, K = max,
-    and the (starts, counts) layout [2, B] on the host. Held per counts (``requests_of``)."""
+class Plan(NamedTuple):
+    """A call's launch arithmetic: grid (row blocks, splits), chunks per split, the chunk
+    count, Q, BLOCK_B, W and warps."""
 
-    counts: np.ndarray
-    batch: int
-    total: int
+    row_blocks: int
+    splits: int
+    per_split: int
+    n_chunks: int
+    q: int
+    block_b: int
     width: int
-    host: torch.Tensor
+    warps: int
 
 
-def requests_of(num_draft_tokens) -> tuple[tuple, Requests]:
-    """(key, Requests) of ``num_draft_tokens``, validated (a one-line ValueError outside
-    [0, 2^POSITION_BITS)) the first time and held (REQUESTS_HELD of them): an eager call
-    with the counts of an earlier one does no numpy work (numpy: a Python loop over
-    requests would bound a large batch by the host)."""
-    key = tuple(num_draft_tokens)
-    held = _REQUESTS.get(key)
-    if held is not None:
-        return key, held
-    counts = np.asarray(num_draft_tokens, dtype=np.int64).reshape(-1)
-    outside = np.flatnonzero((counts < 0) | (counts >= 2**POSITION_BITS))
-    if outside.size:
-        raise ValueError(f"num_draft_tokens must lie in [0, 2^{POSITION_BITS}), got "
-                         f"num_draft_tokens[{outside[0]}] = {counts[outside[0]]}")
-    host = torch.from_numpy(np.stack([np.cumsum(counts) - counts, counts]))
-    held = Requests(counts, counts.size, int(counts.sum()), int(counts.max(initial=0)), host)
-    if len(_REQUESTS) >= REQUESTS_HELD:
-        _REQUESTS.clear()
-    _REQUESTS[key] = held
-    return key, held
-
-
-def _check(requests: Requests, draft_token_ids, draft_probs, target_probs, bonus_token_ids,
-           greedy) -> None:
-    """ValueError (one line) on a dtype or shape outside the contract."""
-    batch, total = requests.batch, requests.total
-    if target_probs.dtype != torch.float32 or target_probs.dim() != 2 \
-            or target_probs.shape[0] != total:
-        raise ValueError(f"target_probs must be float32 [T={total}, V], got "
-                         f"{target_probs.dtype} {tuple(target_probs.shape)}")
-    if draft_probs is not None and (draft_probs.dtype != torch.float32
-                                    or draft_probs.shape != target_probs.shape):
-        raise ValueError(f"draft_probs must be None or float32 {tuple(target_probs.shape)}, "
-                         f"got {draft_probs.dtype} {tuple(draft_probs.shape)}")
-    for name, tensor, dtype, size in (("draft_token_ids", draft_token_ids, torch.int64, total),
-                                      ("bonus_token_ids", bonus_token_ids, torch.int64, batch),
-                                      ("greedy", greedy, torch.bool, batch)):
-        if tensor.dtype != dtype or tensor.shape != (size,):
-            raise ValueError(f"{name} must be {dtype} [{size}], got {tensor.dtype} "
-                             f"{tuple(tensor.shape)}")
-
-
-def dense(x: torch.Tensor) -> torch.Tensor:
-    """``x`` itself when contiguous (no dispatch), else a contiguous copy."""
-    return x if x.is_contiguous() else x.contiguous()
+@functools.lru_cache(maxsize=256)
+def launch_plan(batch: int, width: int, vocab: int, device: torch.device, warps: int, tile: int,
+                positions: int, programs_per_sm: int) -> Plan:
+    """The launch of a call with B = ``batch``, K = ``width`` and V = ``vocab``, computed once
+    per shape and settings (plain ints: an eager call does no launch arithmetic)."""
+    q = quarter_width(vocab)
+    n_chunks = cdiv(vocab, 4 * q)
+    block_b, warps = _launch_shape(batch, vocab, device, tile, warps)
+    row_blocks = cdiv(batch, block_b)
+    splits = split_count(row_blocks, n_chunks, device, programs_per_sm)
+    per_split = cdiv(n_chunks, splits)
+    return Plan(row_blocks, cdiv(n_chunks, per_split), per_split, n_chunks, q, block_b,
+                positions_width(width, device, positions), warps)
 
 
 @per_request_seeds
@@ -395,16 +361,14 @@ def rejection_exact(draft_token_ids: torch.Tensor, num_draft_tokens, draft_probs
                     target_probs: torch.Tensor, bonus_token_ids: torch.Tensor,
                     greedy: torch.Tensor, seed, *, warps: int = GPU_WARPS,
                     tile: int = GPU_TILE, positions: int = GPU_POSITIONS,
-                    stages: int = GPU_STAGES, programs_per_sm: int = GPU_PROGRAMS_PER_SM
-                    ) -> torch.Tensor:
+                    programs_per_sm: int = GPU_PROGRAMS_PER_SM) -> torch.Tensor:
     """Family ``rejection``: int64 [B, K + 1], K = max(num_draft_tokens, default 0).
     ``seed``: an int, or int64 [B] per-request seeds. Launch settings (keywords, ``bench
     --launch``; on a GPU, the interpreter takes its own tiles): ``warps``, the ``tile`` of
-    columns a program holds, the least ``positions`` it holds per request, the ``stages``
-    of its row loops' software pipeline and ``programs_per_sm`` (the split of a row). None
-    changes the draws."""
+    columns a program holds, the least ``positions`` it holds per request and
+    ``programs_per_sm`` (the split of a row). None changes the draws."""
     key, requests = requests_of(num_draft_tokens)
-    _check(requests, draft_token_ids, draft_probs, target_probs, bonus_token_ids, greedy)
+    check_inputs(requests, draft_token_ids, draft_probs, target_probs, bonus_token_ids, greedy)
     batch, width = requests.batch, requests.width
     device = target_probs.device
     seed = seed_argument(seed, batch, device)
@@ -415,56 +379,17 @@ def rejection_exact(draft_token_ids: torch.Tensor, num_draft_tokens, draft_probs
     vocab = target_probs.shape[1]
     target = dense(target_probs)
     draft = target if draft_probs is None else dense(draft_probs)
-    q = quarter_width(vocab)
-    n_chunks = cdiv(vocab, 4 * q)
-    block_b, warps = _launch_shape(batch, vocab, device, tile, warps)
-    row_blocks = cdiv(batch, block_b)
-    splits = split_count(row_blocks, n_chunks, device, programs_per_sm)
-    per_split = cdiv(n_chunks, splits)
-    splits = cdiv(n_chunks, per_split)
+    plan = launch_plan(batch, width, vocab, device, warps, tile, positions, programs_per_sm)
     tickets, best, part = split_scratch(
-        "triton-rejection", device, row_blocks, splits * batch, (torch.float32, torch.int64)
-    ) if splits > 1 else (out, out, out)
-    _rejection_kernel[(row_blocks, splits)](
+        "triton-rejection", device, plan.row_blocks, plan.splits * batch,
+        (torch.float32, torch.int64)) if plan.splits > 1 else (out, out, out)
+    _rejection_kernel[(plan.row_blocks, plan.splits)](
         out, dense(draft_token_ids), layout[0], layout[1], draft, target,
         dense(bonus_token_ids), dense(greedy), best, part, tickets, seed, batch, width, vocab,
-        target.stride(0), n_chunks, int(draft_probs is not None), per_split, splits,
-        BLOCK_B=block_b, W=positions_width(width, device, positions), Q=q, SPLIT=splits > 1,
-        STAGES=stages, num_warps=warps)
+        target.stride(0), plan.n_chunks, int(draft_probs is not None), plan.per_split,
+        plan.splits, BLOCK_B=plan.block_b, W=plan.width, Q=plan.q, SPLIT=plan.splits > 1,
+        num_warps=plan.warps)
     return out
-
-
-def request_layout(key: tuple, requests: Requests, device: torch.device) -> torch.Tensor:
-    """int64 [2, B]: each request's first draft row and its draft count, on ``device``, with
-    no synchronisation (a pinned copy); held for captures (module docstring). A held layout
-    made on another stream is waited for on this one (an event)."""
-    if device.type != "cuda":
-        return requests.host.to(device)
-    key = (device, key) if requests.batch <= HELD_REQUESTS else None
-    held = _CAPTURED.get(key) or _LAYOUTS.get(key)
-    capturing = torch.cuda.is_current_stream_capturing()
-    if held is not None:
-        if capturing:
-            _CAPTURED[key] = held            # the graph reads it on every replay
-        else:
-            if key in _LAYOUTS:
-                _LAYOUTS.move_to_end(key)
-            if stream_handle(device) != held[2]:
-                torch.cuda.current_stream(device).wait_event(held[1])
-        return held[0]
-    if capturing:
-        raise RuntimeError(
-            f"triton-rejection: call it once outside the CUDA graph capture with these "
-            f"num_draft_tokens (B = {requests.batch}, at most {HELD_REQUESTS} requests): "
-            f"their device copy is made outside the graph")
-    layout = requests.host.pin_memory().to(device, non_blocking=True)
-    if key is not None:
-        event = torch.cuda.Event()
-        event.record(torch.cuda.current_stream(device))
-        _LAYOUTS[key] = layout, event, stream_handle(device)
-        while len(_LAYOUTS) > LAYOUTS_HELD:
-            _LAYOUTS.popitem(last=False)
-    return layout
 
 
 def rejection_bits(batch: int, drafts: int, seed: int, device) -> torch.Tensor:
