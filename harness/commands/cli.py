@@ -96,13 +96,15 @@ def _parser() -> argparse.ArgumentParser:
                             "(written to bench-profile.md)")
     from sampling_harness.commands.simulate import add_arguments
     add_arguments(sub.add_parser("simulate", help="run the speculative-decoding engine"))
-    from sampling_harness.commands import calibrate, compare, reproduce, selftest
+    from sampling_harness.commands import calibrate, compare, mutate, reproduce, selftest
     reproduce.add_arguments(sub.add_parser("reproduce", help="re-run one check of a report"))
     compare.add_arguments(sub.add_parser("compare", help="compare two reports' checks"))
     calibrate.add_arguments(sub.add_parser("calibrate", help="false-fail rate or power of a "
                                            "family's checks over many harness seeds"))
     selftest.add_arguments(sub.add_parser("selftest", help="every registered kernel must pass "
                                           "and every mutant fail the checks that catch it"))
+    mutate.add_arguments(sub.add_parser("mutate", help="the share of a kernel's first-order "
+                                        "mutants its family's checks kill"))
     for subparser in sub.choices.values():
         _show_defaults(subparser)
     return parser
@@ -338,6 +340,9 @@ def _dispatch(args) -> int:
     if args.command == "selftest":
         from sampling_harness.commands.selftest import run_selftest
         return run_selftest(args, _report_dir(args.report_dir))
+    if args.command == "mutate":
+        from sampling_harness.commands.mutate import run_mutate
+        return run_mutate(args, _report_dir(args.report_dir))
     if args.command == "calibrate":
         from sampling_harness.commands.calibrate import run_calibrate
         return run_calibrate(args, _report_dir(args.out))
