@@ -25,9 +25,8 @@ from sampling_harness.bench.timing import flush_buffer, release, same_output, ti
 from sampling_harness.families import FAMILIES
 from sampling_harness.families.loader import load
 
-LOGPROBS = [{}, {"search": 1}, {"search": 1, "block": 1024}, {"search": 1, "warps": 2},
-            {"search": 1, "stages": 3}, {"search": 1, "programs_per_sm": 8}]
-TOP_LOGPROBS = [{}, {"search": 1}, {"search": 1, "prune_limit": -1}]
+LOGPROBS = [{}, {"block": 1024}, {"warps": 2}, {"stages": 3}, {"programs_per_sm": 8}]
+TOP_LOGPROBS = [{}, {"prune_limit": -1}]
 REJECTION = [{}, {"programs_per_sm": 8}]
 SAMPLE_LOGITS = [{}, {"group_block": 4096}]
 # (family, kernel, shapes, settings)

@@ -1,4 +1,7 @@
-"""Where the host's time goes in one eager call of each Triton kernel (CUDA): the whole call,
+"""Where the host's time goes in one eager call of each Triton kernel (CUDA): the whole call
+as the wrappers make it (their launches through kernels/direct_launch.py) and with that
+launcher turned off (every launch through ``kernel[grid]``), how many of the call's launches
+took the direct path, whether the two calls' outputs are equal bit for bit (same seed),
 each of its Triton launches replayed alone through Triton's launch path (``kernel[grid]``),
 and the same launch made directly through the compiled kernel's launcher, with the tensors
 as Triton passes them (the launcher asks the driver about every pointer) and with their
@@ -14,6 +17,7 @@ Prints one Markdown table of the launches, one of torch's small host costs, and 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import pstats
@@ -24,11 +28,13 @@ import torch
 from sampling_harness.bench.timing import host_us
 from sampling_harness.families import FAMILIES
 from sampling_harness.families.loader import load
+from sampling_harness.kernels import direct_launch as launcher
 from sampling_harness.kernels.split_scratch import stream_handle
 
 REPS = 200
 KERNELS = {"sample": "triton-exact", "logprobs": "triton-logprobs",
            "sample-logits": "triton-sample-logits", "rejection": "triton-rejection"}
+ALSO = {"sample": ("triton-inverse-cdf",)}          # measured too (not profiled)
 
 
 def family_shape(family: str, shape: str) -> str:
@@ -94,6 +100,46 @@ def direct_launch(jit, grid, args, kwargs, compiled, ints: bool):
     return launch
 
 
+@contextlib.contextmanager
+def through_triton():
+    """Every launch of the wrappers through ``kernel[grid]`` (the direct launcher off)."""
+    site = launcher._site
+    launcher._site = lambda kernel: None
+    try:
+        yield
+    finally:
+        launcher._site = site
+
+
+def direct_launches(call) -> int:
+    """How many launches of one ``call()`` took the direct path (a held kernel's launcher)."""
+    count = []
+    original = launcher._Site.launch
+
+    def counted(self, *args):
+        count.append(1)
+        return original(self, *args)
+
+    launcher._Site.launch = counted
+    try:
+        call()
+    finally:
+        launcher._Site.launch = original
+    return len(count)
+
+
+def same_outputs(call) -> bool:
+    """Whether a call through the direct launcher and one through ``kernel[grid]`` (same
+    inputs and seed) write equal outputs, bit for bit (NaN where NaN)."""
+    direct = [t.clone() for t in outputs(call())]
+    with through_triton():
+        triton_path = [t.clone() for t in outputs(call())]
+    torch.cuda.synchronize()
+    return all(a.dtype == b.dtype and a.shape == b.shape and torch.equal(
+        a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
+        for a, b in zip(direct, triton_path, strict=True))
+
+
 def outputs(result) -> list[torch.Tensor]:
     return [t for t in (result if isinstance(result, (tuple, list)) else [result])
             if isinstance(t, torch.Tensor)]
@@ -112,11 +158,11 @@ def direct_matches(result, launches: list) -> bool:
     return all(torch.equal(a, b) for a, b in zip(outputs(result), want, strict=True))
 
 
-def measure(family: str, shape: str, device: torch.device) -> str:
+def measure(family: str, kernel: str, shape: str, device: torch.device) -> str:
     """One table row at the bench shape ``shape``: whole call, then per launch path the sum
     over the call's launches."""
     fam = FAMILIES[family]
-    fn = load(KERNELS[family], family, command="bench").fn
+    fn = load(kernel, family, command="bench").fn
     inputs = inputs_for(family, shape, device)
 
     def call():
@@ -124,14 +170,20 @@ def measure(family: str, shape: str, device: torch.device) -> str:
 
     for _ in range(3):
         call()
-    with Recorder() as rec:
+    with Recorder() as rec, through_triton():     # every launch seen by JITFunction.run
         result = call()
     torch.cuda.synchronize()
     whole = host_us(call, REPS)
+    with through_triton():
+        call()
+        whole_triton = host_us(call, REPS)
+    used = direct_launches(call)
+    same = same_outputs(call)
     bare = [lambda r=r: r[0][r[1]](*r[2], **r[3]) for r in rec.seen]
     tensors = [direct_launch(*r, ints=False) for r in rec.seen]
     ints = [direct_launch(*r, ints=True) for r in rec.seen]
-    cells = [f"{whole:.1f}", str(len(rec.seen))]
+    cells = [f"{whole:.1f}", f"{whole_triton:.1f}", f"{used}/{len(rec.seen)}",
+             "yes" if same else "NO"]
     for group in (bare, tensors, ints):
         try:
             cells.append(f"{sum(host_us(f, REPS) for f in group):.1f}")
@@ -143,7 +195,7 @@ def measure(family: str, shape: str, device: torch.device) -> str:
         cells.append(f"failed: {type(exc).__name__}")
     names = ",".join(dict.fromkeys(r[0].fn.__name__ for r in rec.seen))
     torch.cuda.empty_cache()
-    return f"| {KERNELS[family]} | {shape} | {names} | " + " | ".join(cells) + " |"
+    return f"| {kernel} | {shape} | {names} | " + " | ".join(cells) + " |"
 
 
 def small_costs(device: torch.device) -> list[str]:
@@ -194,16 +246,19 @@ def main() -> None:
     args = parser.parse_args()
     device = torch.device("cuda")
     print(f"{torch.cuda.get_device_name(device)}: host us per call (mean of {REPS})")
-    print("| kernel | shape | launches | whole call | n | kernel[grid] | direct | "
+    print("| kernel | shape | launches | whole call (direct launcher) | whole call "
+          "(kernel[grid]) | direct / launches | outputs equal | kernel[grid] | direct | "
           "direct, int pointers | direct = call |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for family in args.families.split(","):
-        for shape in args.shapes.split(","):
-            try:
-                print(measure(family, family_shape(family, shape), device), flush=True)
-            except Exception as exc:     # noqa: BLE001 - one failure must not end the run
-                print(f"| {KERNELS[family]} | {shape} | failed: {type(exc).__name__}: "
-                      f"{str(exc)[:120]} |", flush=True)
+        for kernel in (KERNELS[family], *ALSO.get(family, ())):
+            for shape in args.shapes.split(","):
+                try:
+                    print(measure(family, kernel, family_shape(family, shape), device),
+                          flush=True)
+                except Exception as exc:     # noqa: BLE001 - one failure must not end the run
+                    print(f"| {kernel} | {shape} | failed: {type(exc).__name__}: "
+                          f"{str(exc)[:120]} |", flush=True)
     print("\n| torch step | host us |\n|---|---|")
     print("\n".join(small_costs(device)))
     if args.profile:

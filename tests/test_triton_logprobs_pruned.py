@@ -14,11 +14,9 @@ import numpy as np
 import pytest
 import torch
 import triton
-import triton.language as tl
 from test_logprobs_kernels import _agree, batch, expected
 
 import sampling_harness.kernels.logprobs.rank_fold as rank_fold
-import sampling_harness.kernels.logprobs.rank_search as rank_search
 import sampling_harness.kernels.logprobs.triton_logprobs as tlp
 from sampling_harness.bench.command import with_variants
 from sampling_harness.kernels.logprobs.torch_logprobs import logprobs_torch
@@ -140,46 +138,6 @@ def counted_blocks(x: np.ndarray, ids: np.ndarray, block: int, groups, start: in
             if top >= smallest:
                 folds, compared = folds + 1, compared + size
     return folds, compared
-
-
-@pytest.mark.parametrize("case", ["edges", "random-k21", "top-k31-bf16", "random-k32"])
-def test_search_keeps_ranks_exact(case):
-    """Unpruned blocks counted by a binary search among the sorted keys and a histogram of
-    the bins (rank_search.py): ranks equal to the float64 reference's exactly (ties at and
-    between keys, -inf keys, padding, duplicates), values within its tolerance, in both
-    loops (pruning forced on three splits, never on two, one row a program or several)."""
-    inputs = CASES[case]
-    block = max(8, triton.next_power_of_2(inputs["logits"].shape[1]) // 16)
-    for mode in ("raw_logprobs", "processed_logprobs", "processed_logits"):
-        want = expected(mode=mode, **inputs)
-        for limit, splits, rows in ((10**9, 3, None), (-1, 2, None), (-1, 1, 1)):
-            launch = cpu_launch(inputs, block, prune_limit=limit, splits=splits, search=1)
-            got = tlp.logprobs_launch(mode=mode, launch=launch if rows is None else replace(
-                launch, rows=rows), **inputs)
-            _agree(got, *want, inputs)
-            if mode.endswith("logits"):
-                assert torch.equal(got[1], tlp.logprobs_launch(
-                    mode=mode, launch=replace(launch, search=0), **inputs)[1])
-
-
-def test_search_bins_are_the_keys_passed():
-    """The search's bin of each element is #{sorted keys <= x}: keys with ties and +inf
-    padding, elements equal to keys, between them, below all, NaN (bin 0)."""
-    asc = torch.tensor([-2.0, -2.0, 0.5, 1.0, 1.0, 1.0, 3.0] + [float("inf")] * 25)
-    x = torch.tensor([-3.0, -2.0, 0.0, 0.5, 0.9, 1.0, 2.9, 3.0, 1e30, float("nan")] * 2
-                     + [float("-inf")] * 12)
-    bins = torch.empty(32, dtype=torch.int32)
-
-    @triton.jit
-    def probe(asc_ptr, x_ptr, out_ptr, KP: tl.constexpr):
-        at = tl.arange(0, KP)
-        asc = tl.load(asc_ptr + at)[None, None, :]
-        key = tl.load(x_ptr + at)[None, None, :]
-        tl.store(out_ptr + at[None, None, :], rank_search.search_bins(key, asc, KP))
-
-    probe[(1,)](asc, x, bins, KP=32)
-    want = (asc[None, :] <= x[:, None]).sum(1)
-    assert torch.equal(bins.long(), want)
 
 
 @pytest.mark.parametrize("top", [True, False])

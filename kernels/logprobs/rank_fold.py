@@ -6,8 +6,8 @@ The ranks are counts of entries >= each requested key, kept per lane and group o
 keys as float32 (a compare-select, the add on the FMA pipe: exact below 2^24 a lane). The
 sum-exp is kept per element: one exponential e^-|z - m| an element that also rescales.
 (Int32 counts and a per-thread sum-exp were measured no faster on an H100: docs/measurements/
-bench.md, 2026-11-26.) A row's unpruned blocks may instead be counted by a search among its
-sorted keys (kernels/logprobs/rank_search.py); both write the same counts.
+bench.md, 2026-11-26.) (A search among the sorted keys for the unpruned blocks, tried in
+issue 38, did not compile on triton 3.6 and was removed.)
 """
 
 import triton
@@ -120,12 +120,11 @@ def fold(x, ok, m, s, counts, keys, least, cutoff, t, logprobs, processed,
 
 
 @triton.jit
-def store_group(counts_ptr, count, searched, rows, row_ok, split, B, W: tl.constexpr,
+def store_group(counts_ptr, count, rows, row_ok, split, B, W: tl.constexpr,
                 FIRST: tl.constexpr):
-    """The counts of window positions FIRST .. of one split: the group's lane counts plus
-    ``searched`` [R, G], those of the blocks counted by search (rank_search.py)."""
+    """The counts of window positions FIRST .. of one split (the group's lane counts)."""
     at = FIRST + tl.arange(0, count.shape[1])
-    total = tl.sum(count, axis=2).to(tl.int32) + searched
+    total = tl.sum(count, axis=2).to(tl.int32)
     tl.store(counts_ptr + (split * B + rows.to(tl.int64))[:, None] * W + at[None, :],
              total, mask=row_ok[:, None])
 

@@ -59,21 +59,15 @@ import torch
 import triton
 import triton.language as tl
 
+from sampling_harness.kernels.direct_launch import launch
 from sampling_harness.kernels.logprobs.rank_fold import (
     LOWEST,
     fold,
     merged_lse,
-    online_lse,
     slot_order,
     sorted_keys,
     store_group,
     zero_counts,
-)
-from sampling_harness.kernels.logprobs.rank_search import (
-    ascending_keys,
-    bin_histogram,
-    search_bins,
-    searched_counts,
 )
 from sampling_harness.kernels.logprobs.torch_logprobs import kept_entries
 from sampling_harness.kernels.split_scratch import (
@@ -93,7 +87,7 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
                      processed, BLOCK_R: tl.constexpr,
                      BLOCK: tl.constexpr, LANES: tl.constexpr, KP: tl.constexpr,
                      G1: tl.constexpr, G2: tl.constexpr, G3: tl.constexpr,
-                     STAGES: tl.constexpr, SEARCH: tl.constexpr):
+                     STAGES: tl.constexpr):
     """Program (r, p): rows r BLOCK_R .. + BLOCK_R - 1, columns [p CHUNK, (p + 1) CHUNK);
     the groups G1, G2, G3 take the last W = G1 + G2 + G3 of KP sorted positions (K <= W).
     Memory traffic: the logits read once (4 or 2 B V per row); per split the ids and their
@@ -127,7 +121,6 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
     s = tl.zeros([BLOCK_R, 1, BLOCK], tl.float32)
     counts = (zero_counts(BLOCK_R, G1, LANES), zero_counts(BLOCK_R, G2, LANES),
               zero_counts(BLOCK_R, G3, LANES))
-    hist = tl.zeros([BLOCK_R, KP], tl.int32)     # SEARCH: the unpruned blocks' bins
     first = x.to(tl.float32)       # prune unless the first block holds more than prune_limit
     if processed:                  # entries at or above group 1's smallest key
         first = tl.where(first >= cutoff[:, None, None], first, float("-inf"))
@@ -137,18 +130,6 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
             xb = tl.load(row_ptr + start + cols, mask=row_ok3)   # whole blocks, unmasked
             m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, logprobs,
                                 processed, LANES, False, True)
-    elif SEARCH:                   # one search among the sorted keys an element
-        asc = ascending_keys(ck, pos, KP)
-        for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
-            xk = tl.load(row_ptr + start + cols, mask=row_ok3).to(tl.float32)
-            if processed:
-                xk = tl.where(xk >= cutoff[:, None, None], xk, float("-inf"))
-            if logprobs:
-                z = xk
-                if processed:
-                    z = xk / t[:, None, None]
-                m, s = online_lse(z, m, s)
-            hist = bin_histogram(hist, search_bins(xk, asc, KP), KP)
     else:
         for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
             xb = tl.load(row_ptr + start + cols, mask=row_ok3)
@@ -167,12 +148,9 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
         at = split * B + rows[:, None]
         tl.store(ms_ptr + at, m_all, mask=row_ok[:, None])
         tl.store(ms_ptr + splits * B + at, s_all, mask=row_ok[:, None])
-    store_group(counts_ptr, counts[0], searched_counts(hist, 0, G1, KP, W), rows, row_ok,
-                split, B, W, 0)
-    store_group(counts_ptr, counts[1], searched_counts(hist, G1, G2, KP, W), rows, row_ok,
-                split, B, W, G1)
-    store_group(counts_ptr, counts[2], searched_counts(hist, G1 + G2, G3, KP, W), rows,
-                row_ok, split, B, W, G1 + G2)
+    store_group(counts_ptr, counts[0], rows, row_ok, split, B, W, 0)
+    store_group(counts_ptr, counts[1], rows, row_ok, split, B, W, G1)
+    store_group(counts_ptr, counts[2], rows, row_ok, split, B, W, G1 + G2)
 
     tl.debug_barrier()                             # all threads' stores before the release
     ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)         # acq_rel, gpu scope
@@ -205,8 +183,6 @@ class Launch:
     stages: int = 4              # blocks in flight in Triton's pipelined loops
     prune_limit: int | None = None   # the rule's limit (None: group 1's size, per row; -1:
     # never prune; a large number: always)
-    search: int = 0              # unpruned blocks: 0 compares per key (rank_fold.py), 1 a
-    # search among the sorted keys (rank_search.py)
 
 
 @dataclass(frozen=True)
@@ -242,7 +218,7 @@ def launch_for(batch: int, vocab: int, slots: int, device: torch.device, gpu: La
     """The launch of ``logprobs_triton``: GPU, ``gpu`` (one row a program) with the row split
     for ``programs_per_sm`` programs per SM; CPU (the interpreter pays per program and per
     loop trip), blocks of up to CPU_BLOCK columns, as many rows a program as CPU_TILE holds,
-    one program a row, ``gpu``'s prune limit and search."""
+    one program a row, ``gpu``'s prune limit."""
     if device.type == "cuda":
         wanted = cdiv(programs_per_sm * multiprocessors(device), batch)
         return replace(gpu, splits=wanted)
@@ -250,7 +226,7 @@ def launch_for(batch: int, vocab: int, slots: int, device: torch.device, gpu: La
     tile = next_power_of_2(sum(id_groups(slots))) * block
     return Launch(block=block, warps=4, rows=max(1, min(next_power_of_2(batch),
                                                         CPU_TILE // tile)),
-                  prune_limit=gpu.prune_limit, search=gpu.search)
+                  prune_limit=gpu.prune_limit)
 
 
 def split_columns(vocab: int, block: int, wanted: int) -> tuple[int, int]:
@@ -272,8 +248,7 @@ def plan_for(batch: int, vocab: int, slots: int, launch: Launch) -> Plan:
                 chunk=chunk, limit=limit, partials=splits * batch * (width + 2),
                 constexprs=dict(BLOCK_R=launch.rows, BLOCK=launch.block, LANES=lanes,
                                 KP=next_power_of_2(width), G1=g1, G2=g2, G3=g3,
-                                STAGES=launch.stages, SEARCH=launch.search,
-                                num_warps=launch.warps))
+                                STAGES=launch.stages, num_warps=launch.warps))
 
 
 def row_cutoffs(logits: torch.Tensor, temperature, top_k, top_p):
@@ -310,7 +285,7 @@ def run_plan(plan: Plan | None, logits: torch.Tensor, token_ids: torch.Tensor, m
     args = (logits, token_ids, cutoff, t, tickets, partials, values, ranks, batch, vocab, slots,
             logits.stride(0), plan.chunk, plan.limit, int(logprobs), int(processed))
     if device.type == "cuda":
-        _logprobs_kernel[(plan.row_blocks, plan.splits)](*args, **plan.constexprs)
+        launch(_logprobs_kernel, (plan.row_blocks, plan.splits), *args, **plan.constexprs)
     else:     # a CPU computes e^-|z - m| from m = LOWEST in numpy, which warns on overflow
         with np.errstate(over="ignore"):
             _logprobs_kernel[(plan.row_blocks, plan.splits)](*args, **plan.constexprs)
@@ -336,22 +311,19 @@ def logprobs_triton(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
                     temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor, *,
                     block: int = GPU.block, warps: int = GPU.warps, stages: int = GPU.stages,
                     programs_per_sm: int = GPU_PROGRAMS_PER_SM,
-                    prune_limit: int | None = GPU.prune_limit, search: int = GPU.search
+                    prune_limit: int | None = GPU.prune_limit
                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """Family ``logprobs``: (values float32 [B, K], -inf at padding; ranks int64 [B, K]).
     Launch settings (keywords, ``bench --launch``): on a GPU the ``block`` width, ``warps``,
     the loops' ``stages`` and ``programs_per_sm`` (the split; the interpreter takes its own
-    blocks); on both the ``prune_limit`` and ``search``, how unpruned blocks count
-    (``Launch``). The plan of each (B, V, K, device, settings) is held, so an
-    eager call's host work is a dictionary lookup and ``run_plan``."""
+    blocks); on both the ``prune_limit`` (``Launch``). The plan of each (B, V, K, device,
+    settings) is held, so an eager call's host work is a dictionary lookup and ``run_plan``."""
     (batch, vocab), slots = logits.shape, token_ids.shape[1]
     device = logits.device
-    key = (batch, vocab, slots, device, block, warps, stages, programs_per_sm, prune_limit,
-           search)
+    key = (batch, vocab, slots, device, block, warps, stages, programs_per_sm, prune_limit)
     plan = _PLANS.get(key)
     if plan is None and batch and slots:
-        gpu = Launch(block=block, warps=warps, stages=stages, prune_limit=prune_limit,
-                     search=search)
+        gpu = Launch(block=block, warps=warps, stages=stages, prune_limit=prune_limit)
         plan = plan_for(batch, vocab, slots,
                         launch_for(batch, vocab, slots, device, gpu, programs_per_sm))
         if len(_PLANS) >= PLANS_HELD:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 38, second device call on one H100 (at most 7 minutes, DEADLINE=420 by default):
-#   1. benchmarks/explore_kernels.py: triton-logprobs' search path (search=1: a binary search
+# (logprobs: default settings; the search=1 path was removed after it failed to compile on triton 3.6)
 #      among the sorted keys and a histogram per element, kernels/logprobs/rank_search.py)
 #      against the compare path (the default) with random and top ids, output = default
 #      checked bit for bit; triton-rejection's new default (programs_per_sm=4) and 8 at
