@@ -177,3 +177,16 @@ def accept_uniform_floor(drafts, counts, draft_probs, target_probs, bonus, greed
     """torch-rejection whose acceptance uniform never goes below 2^-16."""
     return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
                             pieces=Pieces(accept=partial(_accept_open_uniform, bits=16)))
+
+
+def _accept_float32_uniform(uniform, p_draft, q_draft):
+    """u q(d) < p(d) with u on float32's grid of [0, 1): k 2^-24, k the top 24 bits of the
+    float64 uniform: exactly 0 with probability 2^-24, as ``torch.rand`` in float32 draws."""
+    u = torch.floor(uniform * 2.0**24) * 2.0**-24
+    return u * q_draft < p_draft
+
+
+def accept_u_fp32(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
+    """torch-rejection whose acceptance uniform is a float32 one (24 random bits)."""
+    return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
+                            pieces=Pieces(accept=_accept_float32_uniform))

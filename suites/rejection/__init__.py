@@ -124,6 +124,12 @@ MUTANTS = (
            bug=("the acceptance uniform from a 16-bit counter in (0, 1], (k + 1) 2^-16 (a (0, 1] "
                 "uniform to keep log(u) finite): never below 1.5e-5, so drafts of smaller p/q are "
                 "never accepted")),
+    Mutant("accept-u-fp32", "sampling_harness.kernels.mutants.rejection_mutants:accept_u_fp32",
+           caught_by=("acceptance_tail",), budget="standard", devices=("cuda",),
+           bug=("the acceptance uniform a float32 torch.rand (24 random bits): u = 0 with "
+                "probability 2^-24, so a draft of p/q = 1e-12 is accepted about 2^-24 of the "
+                "time; seen by acceptance_tail's float32 floor (2^29 or more requests, a GPU "
+                "budget)")),
     Mutant("last-slot-next-row",
                 "sampling_harness.kernels.mutants.memory_mutants:last_slot_next_row",
            caught_by=("validity",), budget="quick", tool="memcheck",

@@ -21,9 +21,22 @@ Two failure modes of a low-resolution acceptance uniform u, both seen in the low
 
 Planned requests per ratio: ``accept_expected`` / r, at most ``accept_trials``. The report
 states, per ratio, the smallest relative deficit and excess detected with the budget's power.
-Both floor classes of float32 need 10^8 to 10^9 requests; a 31- or 32-bit uniform (floor or
-zero mass near 2^-31) needs about 10^10, beyond any budget here: the minimum detectable
-effects say so.
+
+The float32 floor (standard and thorough only): a float32 acceptance uniform in [0, 1) is
+exactly 0 with probability 2^-24 (``torch.rand`` on a CPU; about 2^-25 on CUDA), so it
+accepts every draft with probability at least that, and a 24-bit grid with a floor of
+2^-24 accepts a draft of p/q < 2^-24 as often as it hits 0. At r = 1e-12 the exact
+acceptance probability is a = fl32(r / 2) / (1 / 2) ~ 1e-12, so n requests accept
+Binomial(n, a) ~ 5e-4 drafts at n = 2^29 where such a uniform accepts n 2^-24 = 32 (2^-25:
+16). One-draft requests over V = 2 at r = 1e-12 are streamed in calls sized by
+``ctx.max_call_elements`` (2^25 requests a call on a GPU); their number n is the least
+power of two (from 2^20) at which the upper tail of the test detects an added acceptance
+rate of ``FLOOR_RATE[budget]`` with the budget's power: 2^-26 at standard (half CUDA's
+zero mass) gives n = 2^29 or 2^30 as the run's alpha goes, 2^-27 at thorough (2^31). The floor is
+one more scale of the sequential test (alpha split over the ratios and it alike), so a
+float32 uniform is caught at an early look (2^26 requests: a few seconds on a GPU). A 31- or
+32-bit uniform (zero mass near 2^-31) needs about 10^10 requests, beyond any budget here:
+the minimum detectable effects say so.
 """
 
 from __future__ import annotations
@@ -33,10 +46,18 @@ import math
 import numpy as np
 import torch
 
-from sampling_harness.suites.rare_wins import scale_sweep, tail_outcome
+from sampling_harness.stats.binomial import min_detectable_rate
+from sampling_harness.suites.rare_wins import (
+    scale_record,
+    scale_sweep,
+    sequential_wins,
+    tail_outcome,
+)
 from sampling_harness.verdict import Outcome
 
 VOCAB = 2
+FLOOR_RATIO = 1e-12                                       # p/q of the float32 floor's drafts
+FLOOR_RATE = {"standard": 2.0**-26, "thorough": 2.0**-27}   # added acceptance rate to detect
 
 
 def ratio_rows(ratio: float) -> tuple[np.ndarray, np.ndarray, float]:
@@ -63,10 +84,33 @@ def ratio_batch(ratio: float, rows: int, device) -> dict:
             "greedy": torch.zeros(rows, dtype=torch.bool, device=device)}
 
 
+class _Share:
+    """The check's context with ``alpha`` in place of its own: the ratio sweep's share when
+    the float32 floor takes one more scale's."""
+
+    def __init__(self, ctx, alpha: float):
+        self._ctx, self.alpha = ctx, alpha
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+
+def floor_requests(rate: float, mass: float, alpha_look: float, power: float) -> int:
+    """The least power of two n >= 2^20 at which the upper tail of the equal-tailed test
+    (level alpha_look / 2) detects an acceptance rate of mass + rate with ``power``."""
+    n = 2**20
+    while min_detectable_rate(n, mass, alpha_look / 2.0, power) > mass + rate:
+        n *= 2
+    return n
+
+
 def acceptance_tail(ctx) -> Outcome:
     budget = ctx.budget
     seeds = ctx.rank_seeds()
     per_call = max(1, ctx.max_call_elements // 8)
+    floor = FLOOR_RATE.get(budget.name)
+    ratios = budget.accept_ratios
+    sweep = ctx if floor is None else _Share(ctx, ctx.alpha * len(ratios) / (len(ratios) + 1))
 
     def setup(ratio):
         accept = ratio_rows(ratio)[2]
@@ -80,14 +124,28 @@ def acceptance_tail(ctx) -> Outcome:
             return int((out[:, 0] == batch["draft_token_ids"]).sum()), n
         return accept, VOCAB, draw
 
-    ratios, alpha_look = scale_sweep(ctx, budget.accept_ratios, budget.accept_expected, setup,
-                                     cap=budget.accept_trials)
-    smallest = ratios[-1]
-    return tail_outcome(ctx, ratios, alpha_look, "min(1, p/q)",
+    records, alpha_look = scale_sweep(sweep, ratios, budget.accept_expected, setup,
+                                      cap=budget.accept_trials)
+    if floor is not None:
+        accept = ratio_rows(FLOOR_RATIO)[2]
+        planned = floor_requests(floor, accept, alpha_look, budget.power)
+        inputs = ratio_batch(FLOOR_RATIO, min(per_call, planned), ctx.device)
+
+        def draw_floor(count):
+            n = min(count, inputs["target_probs"].shape[0])
+            out = ctx.runner.call({name: value[:n] for name, value in inputs.items()},
+                                  next(seeds))
+            return int((out[:, 0] == inputs["draft_token_ids"][:n]).sum()), n
+        ctx.plan(ctx.shard.size(planned) * VOCAB)
+        found = sequential_wins(draw_floor, planned, accept, alpha_look, ctx.shard)
+        records.append({**scale_record(FLOOR_RATIO, VOCAB, accept, planned, found, alpha_look,
+                                       budget.power), "floor": True})
+    smallest = records[-1]
+    return tail_outcome(ctx, records, alpha_look, "min(1, p/q)",
                         describe=lambda s: (
                             f"drafts of p/q = {s['rare_mass']:.3g} were accepted "
                             f"{s['rare_wins']} times in {s['rows']:,} requests where "
-                            f"{s['expected']:.2f} were expected"),
+                            f"{s['expected']:.2g} were expected"),
                         events="accepted drafts",
                         effect=f"relative excess of the acceptance rate at p/q = "
                                f"{smallest['rare_mass']:.3g} (an added rate of "

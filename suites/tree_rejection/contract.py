@@ -1,0 +1,193 @@
+"""Family ``tree-rejection``: tree and multi-draft speculative verification.
+
+Contract::
+
+    fn(draft_token_ids, parent_ids, draft_probs, target_probs, greedy, seed)
+        -> int64 [B, D + 1]
+
+draft_token_ids int64 [B, N]: each request's tree nodes, -1 after its last node;
+parent_ids int64 [B, N]: each node's parent, -1 for a child of the root (a parent comes
+before its children, siblings in the order they were drafted); target_probs float32
+[B, N + 1, V]: row 0 the target's law at the root, row i + 1 its law after node i;
+draft_probs float32 [B, N + 1, V] or None: given, row 0 the law the root's children were
+drawn from and row i + 1 the law node i's children were drawn from, each child
+independently; None, the children were chosen deterministically (top-k of a draft model,
+n-gram lookup) and siblings are distinct. greedy bool [B]; seed an int in [0, 2^31), or an
+int64 [B] of per-request seeds (-1 unseeded) for a kernel whose metadata says so.
+
+Returns, per request, the accepted path's tokens from the root, then one token drawn at the
+last accepted node, then -1; D is the deepest path's length in the batch. The returned
+tokens y_1 .. y_m follow the target: y_1 from row 0 and, while y_1 .. y_j is a path of the
+tree, y_(j+1) from the row of its node; the sequence ends with the first token that leaves
+the tree or with the draw after a leaf. With listed children (draft_probs None) this holds
+for any fixed tree; with drawn children averaged over the draws of the tree, so the harness
+draws the tree afresh on every call. A greedy request follows the argmax (lowest index on
+ties) and emits the argmax where the tree has no matching child. Same inputs and seed, same
+output; requests are independent (with an int seed request b's output depends on (seed, b)
+and its own rows only). Every input is read-only.
+
+``validate_output`` holds every call to what is certain whatever the draws (it is the
+``validity`` check's core, run on every call of every check).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from sampling_harness.errors import KernelFailure
+
+
+@dataclass(frozen=True)
+class TreeBudget:
+    """The effects the checks of family ``tree-rejection`` must detect (counts follow)."""
+
+    name: str
+    law_tv: float              # total variation of a returned-sequence law, pooled cells (law)
+    trees_per_shape: int       # Hypothesis trees per shape kind and draft mode (law)
+    length_tv: float           # total variation of an accepted-length law (acceptance)
+    never_tests: int           # coins compared at a child of target probability 0, per mode
+    pairs: int                 # pairs per pairing (independence)
+    tail_scales: tuple[float, ...]   # rare tokens' probability over the head's (tail)
+    tail_expected: float       # expected rare first tokens per scale under H0 (tail)
+    power: float = 0.99
+
+
+BUDGETS = {
+    "smoke": TreeBudget("smoke", law_tv=0.15, trees_per_shape=1, length_tv=0.1,
+                        never_tests=2**12, pairs=2**10, tail_scales=(1e-2,),
+                        tail_expected=50.0),
+    "quick": TreeBudget("quick", law_tv=0.05, trees_per_shape=1, length_tv=0.03,
+                        never_tests=2**16, pairs=2**12, tail_scales=(1e-2, 1e-4, 1e-6),
+                        tail_expected=100.0),
+    "standard": TreeBudget("standard", law_tv=0.01, trees_per_shape=2, length_tv=0.005,
+                           never_tests=2**27, pairs=2**16,
+                           tail_scales=(1e-2, 1e-4, 1e-6, 1e-8), tail_expected=200.0),
+    "thorough": TreeBudget("thorough", law_tv=0.005, trees_per_shape=4, length_tv=0.002,
+                           never_tests=2**28, pairs=2**18,
+                           tail_scales=(1e-2, 1e-4, 1e-6, 1e-8, 1e-10),
+                           tail_expected=400.0),
+}
+
+
+def _fail(flagged: torch.Tensor, what) -> None:
+    """Raise for the first flagged request (a bool [B] tensor), if any."""
+    if bool(flagged.any()):
+        first = int(flagged.nonzero()[0, 0])
+        raise KernelFailure(f"request {first}: {what(first)} ({int(flagged.sum())} of "
+                            f"{flagged.numel()} requests)")
+
+
+def node_depths(parents: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """int64 [B, N]: each valid node's path length (parents come first), 0 for padding."""
+    depth = torch.zeros_like(parents)
+    for i in range(parents.shape[1]):
+        above = depth.gather(1, parents[:, i:i + 1].clamp(min=0)).squeeze(1)
+        depth[:, i] = torch.where(valid[:, i], torch.where(parents[:, i] < 0, 1, above + 1), 0)
+    return depth
+
+
+def deepest(parents: torch.Tensor, tokens: torch.Tensor) -> int:
+    """D: the deepest path's length in the batch (0 without nodes)."""
+    if tokens.numel() == 0:
+        return 0
+    return int(node_depths(parents, tokens >= 0).max())
+
+
+def _layout(out: object, inputs: dict) -> torch.Tensor:
+    tokens, target = inputs["draft_token_ids"], inputs["target_probs"]
+    width = deepest(inputs["parent_ids"], tokens) + 1
+    expected = (tokens.shape[0], width)
+    if not isinstance(out, torch.Tensor):
+        raise KernelFailure(f"returned {type(out).__name__}, expected a torch.Tensor")
+    if out.dtype != torch.int64:
+        raise KernelFailure(f"returned dtype {out.dtype}, expected torch.int64")
+    if tuple(out.shape) != expected:
+        raise KernelFailure(f"returned shape {tuple(out.shape)}, expected {expected} "
+                            f"(D = {width - 1}, the deepest path)")
+    if out.device != target.device:
+        raise KernelFailure(f"returned output on {out.device}, expected {target.device}")
+    written = out >= 0
+    length = written.sum(1)
+    slots = torch.arange(width, device=out.device)
+    prefix = slots[None, :] < length[:, None]
+    _fail(((written != prefix) | (~prefix & (out != -1))).any(1),
+          lambda b: f"row {out[b].tolist()} is not tokens followed by -1 placeholders")
+    _fail(length == 0, lambda b: "no token returned (the row is all -1)")
+    vocab = target.shape[2]
+    _fail((out >= vocab).any(1), lambda b: f"row {out[b].tolist()} holds a token >= V = {vocab}")
+    return out
+
+
+def validate_output(out: object, inputs: dict) -> torch.Tensor:
+    """Check a ``tree-rejection`` output exactly against its inputs; return it.
+
+    Certain under the contract whatever the draws: int64 [B, D + 1] on the device, tokens
+    then -1; the accepted tokens y_1 .. y_(m-1) are the tokens of a path of the tree
+    (following parent links), each of positive target probability at its parent; the last
+    token has positive target probability at the last node and is no child's token there
+    (the sequence ends with the first token that leaves the tree); a greedy request takes
+    the argmax (the first maximum) at every node and stops where no child holds it. Where
+    siblings repeat a token (drawn children) any of them may be the accepted node: the
+    check asks for some node path consistent with the whole row.
+    """
+    out = _layout(out, inputs)
+    tokens, parents = inputs["draft_token_ids"], inputs["parent_ids"]
+    target, greedy = inputs["target_probs"], inputs["greedy"]
+    batch, nodes = tokens.shape
+    width, vocab = out.shape[1], target.shape[2]
+    device = out.device
+    valid = tokens >= 0
+    accepted = (out >= 0).sum(1) - 1
+    above = (parents + 1).clamp(min=0)                          # the parent's row
+    base = torch.arange(batch, device=device)[:, None] * (nodes + 1)
+    flat = target.reshape(-1)
+    p_node = flat[((base + above) * vocab + tokens.clamp(min=0)).reshape(-1)].view(batch, nodes)
+    best = target.argmax(2) if bool(greedy.any()) else None     # [B, N + 1]
+    node_ok = valid & (p_node > 0)
+    if best is not None:
+        node_ok &= ~greedy[:, None] | (best.gather(1, above) == tokens)
+    at = torch.ones(batch, dtype=torch.bool, device=device)     # the root is the node
+    here = torch.zeros((batch, nodes), dtype=torch.bool, device=device)
+    for j in range(width - 1):
+        going = j < accepted
+        y = out[:, j:j + 1]
+        from_here = torch.where(parents < 0, at[:, None], here.gather(1, parents.clamp(min=0)))
+        path = valid & from_here & (tokens == y)
+        _fail(going & ~path.any(1), lambda b, j=j: f"token {int(out[b, j])} at slot {j} is "
+              f"no child of the path {out[b, :j].tolist()} (the path must follow parent links)")
+        step = path & node_ok
+        _fail(going & ~step.any(1), lambda b, j=j: (
+            f"accepted token {int(out[b, j])} at slot {j} has target probability 0 at its "
+            "node" if not bool(greedy[b]) else
+            f"greedy request accepted token {int(out[b, j])} at slot {j}, not its node's "
+            "argmax"))
+        here = torch.where(going[:, None], step, here)
+        at = at & ~going
+    _validate_last(out, inputs, accepted, at, here, best)
+    return out
+
+
+def _validate_last(out, inputs, accepted, at, here, best) -> None:
+    """The last token: positive at some candidate last node, no child's token there, and the
+    argmax for greedy requests."""
+    tokens, parents = inputs["draft_token_ids"], inputs["parent_ids"]
+    target, greedy = inputs["target_probs"], inputs["greedy"]
+    batch, nodes = tokens.shape
+    last = out.gather(1, accepted[:, None])                     # [B, 1]
+    where = torch.cat([at[:, None], here], dim=1)               # candidates: root, nodes
+    p_last = target.gather(2, last[:, :, None].expand(-1, nodes + 1, 1)).squeeze(2)
+    child = (tokens >= 0) & (tokens == last)
+    has_child = torch.zeros((batch, nodes + 1), dtype=torch.int64, device=out.device)
+    has_child.scatter_reduce_(1, parents + 1, child.long(), reduce="amax")
+    ok = where & (p_last > 0)
+    _fail(~ok.any(1), lambda b: f"last token {int(last[b])} has target probability 0 at "
+                                "its node")
+    ok &= has_child == 0
+    _fail(~ok.any(1), lambda b: f"last token {int(last[b])} is a child's token at its node "
+                                "(the sequence ends with the first token that leaves the tree)")
+    if best is not None:
+        greedy_ok = ok & (best == last)
+        _fail(greedy & ~greedy_ok.any(1),
+              lambda b: f"greedy request ended with {int(last[b])}, not its node's argmax")

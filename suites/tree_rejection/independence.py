@@ -1,0 +1,80 @@
+"""Independence of family ``tree-rejection``: requests of one call, and calls with seeds s, s+1.
+
+One small law: V = 3, a star of two children at the root, p = (0.3, 0.3, 0.4) there and
+(0.5, 0.5, 0) after either child; the returned sequence Z takes 5 values, (0, 0), (0, 1),
+(1, 0), (1, 1) with probability 0.15 and (2) with 0.4 (reference/tree_rejection.py
+``sequence_law``). Two trees of it: listed children (0, 1), the same inputs in every row
+and in both calls (the contract's law holds for a fixed tree), and children drawn from
+q = (1/2, 1/2, 0), drawn afresh for every row of every call (the law holds averaged over
+the draws only, so rows never share a drawn tree). Each is called with adjacent seeds s and
+s+1. For each tree and pairing (adjacent requests of one call; the same request under s and
+s+1; request i+1 under s against i under s+1, and the reverse: streams keyed by seed +
+request overlap there), two tests against the law of an independent pair
+(harness/stats/independence.py): an exact one-sided test of excess agreement, and a
+chi-square of the 5 x 5 joint table. Alpha: the check's share over 16 tests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from sampling_harness.reference.tree_rejection import TreeModel, flat_law, sequence_law
+from sampling_harness.stats.independence import pair_tests, pairings_verdict
+from sampling_harness.stats.multiple import bonferroni
+from sampling_harness.suites.tree_rejection.batches import CaseSampler, TreeCase, cells
+from sampling_harness.verdict import Outcome
+
+VOCAB = 3
+PARENTS = (-1, -1)
+
+
+def model() -> TreeModel:
+    """Rows for the root and after each token (paths of length <= 1)."""
+    root, leaf = [0.3, 0.3, 0.4], [0.5, 0.5, 0.0]
+    target = np.array([root, leaf, leaf, leaf], np.float32)
+    draft = np.array([[0.5, 0.5, 0.0]] * 4, np.float32)
+    return TreeModel(target=target, draft=draft, depth=1)
+
+
+def trees() -> dict[str, TreeCase]:
+    law = model()
+    return {"listed": TreeCase("listed children (0, 1)", PARENTS, law, np.array([0, 1])),
+            "drawn": TreeCase("children drawn from q", PARENTS, law, None)}
+
+
+def pairings(a: torch.Tensor, b: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    return {"adjacent requests": (a[0::2], a[1::2]),
+            "same request, seeds s, s+1": (a, b),
+            "request i+1 at s, i at s+1": (a[1:], b[:-1]),
+            "request i at s, i+1 at s+1": (a[:-1], b[1:])}
+
+
+def independence(ctx):
+    pairs, seed = ctx.budget.pairs, ctx.seed
+    alpha = bonferroni(ctx.alpha, 2 * 4 * 2)
+    generator = torch.Generator(device=ctx.device)
+    results, seeds = [], ctx.seeds()
+    for mode, case in trees().items():
+        law = flat_law(sequence_law(case.model, case.parents, case.tokens))
+        support = np.flatnonzero(law > 0)
+        to_support = torch.full((law.size,), -1, dtype=torch.int64, device=ctx.device)
+        to_support[torch.as_tensor(support, device=ctx.device)] = torch.arange(
+            support.size, device=ctx.device)
+        sampler, outcomes = CaseSampler(case, ctx.device), []
+        for s in (seed, seed + 1):
+            generator.manual_seed(next(seeds))
+            out = ctx.runner.call(sampler.inputs(pairs, generator), s)
+            outcomes.append(to_support[cells(out, VOCAB)])
+        results += [{"pairing": name, "row": mode,
+                     **pair_tests(x.cpu().numpy(), y.cpu().numpy(), law[support], alpha,
+                                  ctx.budget.power)}
+                    for name, (x, y) in pairings(*outcomes).items()]
+    passed, message, p_value = pairings_verdict(results, alpha)
+    collision = float(np.sum(law[support] ** 2))        # the same law in both trees
+    return Outcome(passed, message, statistic=max(r["joint_chi2"] for r in results),
+                   p_value=p_value, alpha=ctx.alpha, samples=4 * pairs,
+                   min_detectable_effect=max(r["min_detectable_agreement"] for r in results),
+                   effect=f"agreement rate P(Z = Z') of two requests' returned sequences "
+                          f"(independent: sum P(z)^2 = {collision:.3f})",
+                   details={"pairings": results, "alpha_per_test": alpha})
