@@ -1,0 +1,187 @@
+"""The sparse half of triton-logits-processors: the value of every token the sparse
+processors touch (history, bias and stop ids), computed from the logits into per-row lists,
+and those lists written over the dense result.
+
+A row's lists live in an int32 scratch of 4 LP + 2 NB + S words (LP the history bucket):
+words [0, 2 LP) are the counting's work space, then the history's tokens and values (LP
+each; token -1 where a key writes nothing), the bias ids and values (NB each), the stop ids
+(S; -1 where the row is past min_tokens). Values are float32 bits.
+
+Output counts without a [B, V] table: the row's history as keys 2 t + o (o = 1 at output
+positions; padding and ids >= V get BIG, after every token), sorted by a bitonic network on
+the keys' hypercube view (as ``tl.sort`` does, each compare-exchange partner taken as the
+pair's sum minus the element: a plain reduction, which the Triton interpreter runs
+vectorised, where ``tl.sort``'s xor reduction runs element by element). A token's keys are
+then one run, its prompt keys first; its output count is C(end) - C(end of the previous
+run), C the running count of output keys; the key after each key (is it a run's end?) and
+the compacted ends' counts pass through the work space. The last key of each run lists its
+token's value: x, the repetition penalty, minus phi c and pi [c > 0], -inf where the
+bitmask forbids it. A biased token's value, x + b then the penalties, takes its count and
+whether it was seen by comparison with every key. All arithmetic in float32.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+BIG = tl.constexpr(2**30 - 1)          # the key of padding, after every token's (V < 2^29)
+
+
+@triton.jit
+def allowed_by_bitmask(mask_ptr, rows, tokens, W, ok, HAS_MASK: tl.constexpr):
+    """bool, the shape of ``tokens``: the bitmask's bit for each (row, token), the least
+    significant bit first; False past 32 W. Without a bitmask, ``ok``."""
+    if HAS_MASK:
+        word_index = tokens >> 5
+        inside = ok & (word_index < W)
+        word = tl.load(mask_ptr + rows * W + word_index, mask=inside, other=0)
+        ok = inside & (((word >> (tokens & 31)) & 1) != 0)
+    return ok
+
+
+@triton.jit
+def indicator(DIMS: tl.constexpr, j: tl.constexpr):
+    """[1, .., 2, .., 1]: 0 and 1 along hypercube dimension j (counted from the innermost)."""
+    return tl.reshape(tl.arange(0, 2), [1] * (DIMS - j - 1) + [2] + [1] * j)
+
+
+@triton.jit
+def compare_exchange(h, flip, j: tl.constexpr, DIMS: tl.constexpr):
+    """One bitonic step across hypercube dimension j: each pair ordered ascending, or
+    descending where ``flip`` is 1; the partner is the pair's sum minus the element."""
+    partner = tl.sum(h, DIMS - 1 - j, keep_dims=True) - h
+    right = indicator(DIMS, j)
+    return tl.where((h > partner) != (flip ^ right).to(tl.int1), partner, h)
+
+
+@triton.jit
+def bitonic_sort(keys, DIMS: tl.constexpr, LOG: tl.constexpr):
+    """Each row of ``keys`` [R, 2^LOG] (2^(DIMS - LOG) rows, values below 2^30) in
+    ascending order: the LOG (LOG + 1) / 2 steps of a bitonic network on its hypercube
+    view [2] * DIMS."""
+    h = tl.reshape(keys, [2] * DIMS)
+    for stage in tl.static_range(1, LOG + 1):
+        flip = indicator(DIMS, stage) if stage < LOG else 0
+        for j in tl.static_range(stage):
+            h = compare_exchange(h, flip, stage - 1 - j, DIMS)
+    return tl.reshape(h, keys.shape)
+
+
+@triton.jit
+def run_counts(keys, work, LP: tl.constexpr):
+    """For sorted keys [R, LP]: (token, its output count, whether the key ends its token's
+    run); ``work`` [R, 1] pointers to 2 LP int32 words each."""
+    at = tl.arange(0, LP)[None, :]
+    tl.store(work + at, keys)
+    tl.debug_barrier()
+    following = tl.load(work + at + 1, mask=at + 1 < LP, other=BIG)
+    token = keys >> 1
+    last = (keys != BIG) & ((following >> 1) != token)
+    running = tl.cumsum(tl.where(keys != BIG, keys & 1, 0), axis=1)
+    run = tl.cumsum(last.to(tl.int32), axis=1)
+    tl.store(work + LP + run - 1, running, mask=last)
+    tl.debug_barrier()
+    before = tl.load(work + LP + run - 2, mask=last & (run > 1), other=0)
+    return token, running - before, last
+
+
+@triton.jit
+def penalised(v, seen, count, rep, freq, pres):
+    """Repetition where ``seen`` (v / rep if v > 0, else v * rep), then - freq count and
+    - pres where count > 0; rep, freq, pres [R, 1] float32 (1, 0, 0 change nothing)."""
+    v = tl.where(seen, tl.where(v > 0, v / rep, v * rep), v)
+    return v - freq * count.to(tl.float32) - tl.where(count > 0, pres, 0.0)
+
+
+@triton.jit
+def list_history(logits_ptr, ids_ptr, mask_ptr, lists, rows64, row_ok, prompt, V, L, W,
+                 stride, rep, freq, pres, HAS_MASK: tl.constexpr, DIMS: tl.constexpr,
+                 LOG_LP: tl.constexpr):
+    """The history's list (tokens and values, no bias); returns (sorted keys [R, LP],
+    output length [R, 1])."""
+    LP: tl.constexpr = 1 << LOG_LP
+    at = tl.arange(0, LP)[None, :]
+    ids = tl.load(ids_ptr + rows64 * L + at, mask=row_ok[:, None] & (at < L), other=-1)
+    output_length = tl.sum((ids >= 0).to(tl.int32), axis=1)[:, None] - prompt
+    real = (ids >= 0) & (ids < V)
+    keys = tl.where(real, ids.to(tl.int32) * 2 + (at >= prompt).to(tl.int32), BIG)
+    keys = bitonic_sort(keys, DIMS, LOG_LP)
+    token, count, last = run_counts(keys, lists, LP)
+    x = tl.load(logits_ptr + rows64 * stride + token, mask=last, other=0.0)
+    v = penalised(x.to(tl.float32), last, count, rep, freq, pres)
+    allowed = allowed_by_bitmask(mask_ptr, rows64, token, W, last, HAS_MASK)
+    v = tl.where(allowed, v, float("-inf"))
+    tl.store(lists + 2 * LP + at, tl.where(last, token, -1))
+    tl.store(lists + 3 * LP + at, v.to(tl.int32, bitcast=True))
+    return keys, output_length
+
+
+@triton.jit
+def list_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, lists, rows64, row_ok,
+              first, V, NB, W, stride, rep, freq, pres, PENALTIES: tl.constexpr,
+              HAS_MASK: tl.constexpr, SLOTS: tl.constexpr):
+    """Bias slots [first, first + SLOTS): each biased token's whole value, x + b, then the
+    penalties (count and seen by comparison with every key)."""
+    slot = first + tl.arange(0, SLOTS)[None, :]
+    inside = row_ok[:, None] & (slot < NB)
+    token = tl.load(bias_ids_ptr + rows64 * NB + slot, mask=inside, other=-1).to(tl.int32)
+    live = (token >= 0) & (token < V)
+    bias = tl.load(bias_ptr + rows64 * NB + slot, mask=live, other=0.0)
+    x = tl.load(logits_ptr + rows64 * stride + token, mask=live, other=0.0)
+    v = x.to(tl.float32) + bias
+    if PENALTIES:
+        same = (keys[:, None, :] >> 1) == token[:, :, None]
+        count = tl.sum((same & ((keys[:, None, :] & 1) == 1)).to(tl.int32), axis=2)
+        seen = tl.sum(same.to(tl.int32), axis=2) > 0
+        v = penalised(v, seen, count, rep, freq, pres)
+    allowed = allowed_by_bitmask(mask_ptr, rows64, token, W, live, HAS_MASK)
+    v = tl.where(allowed, v, float("-inf"))
+    tl.store(lists + slot, tl.where(live, token, -1), mask=inside)
+    tl.store(lists + NB + slot, v.to(tl.int32, bitcast=True), mask=inside)
+
+
+@triton.jit
+def list_stop(stop_ptr, lists, rows64, row_ok, early, first, V, S, SLOTS: tl.constexpr):
+    """Stop slots [first, first + SLOTS): the token where its row is ``early`` (output
+    shorter than min_tokens), else -1."""
+    slot = first + tl.arange(0, SLOTS)[None, :]
+    inside = row_ok[:, None] & (slot < S)
+    token = tl.load(stop_ptr + rows64 * S + slot, mask=inside, other=-1)
+    hit = early & (token >= 0) & (token < V)
+    tl.store(lists + slot, tl.where(hit, token, -1).to(tl.int32), mask=inside)
+
+
+@triton.jit
+def history_length(ids_ptr, rows64, row_ok, L, counted, R: tl.constexpr,
+                   SLOTS: tl.constexpr):
+    """int32 [R, 1]: the ids >= 0 among the first ``counted`` of each row's L."""
+    length = tl.zeros([R, 1], tl.int32)
+    for first in range(0, counted, SLOTS):
+        at = first + tl.arange(0, SLOTS)[None, :]
+        ids = tl.load(ids_ptr + rows64 * L + at, mask=row_ok[:, None] & (at < L), other=-1)
+        length += tl.sum((ids >= 0).to(tl.int32), axis=1)[:, None]
+    return length
+
+
+@triton.jit
+def apply_list(out_ptr, tokens, values, rows64, row_ok, count, V, CHUNK: tl.constexpr):
+    """out[row, token] = value for the ``count`` listed (token, value) pairs of each row
+    (``tokens``, ``values`` [R, 1] pointers; token -1 writes nothing)."""
+    for first in range(0, count, CHUNK):
+        at = first + tl.arange(0, CHUNK)[None, :]
+        inside = row_ok[:, None] & (at < count)
+        token = tl.load(tokens + at, mask=inside, other=-1)
+        value = tl.load(values + at, mask=inside, other=0).to(tl.float32, bitcast=True)
+        tl.store(out_ptr + rows64 * V + token, value, mask=inside & (token >= 0))
+
+
+@triton.jit
+def apply_stop(out_ptr, tokens, rows64, row_ok, count, V, CHUNK: tl.constexpr):
+    """out[row, token] = -inf for the ``count`` listed stop tokens of each row (-1: none)."""
+    for first in range(0, count, CHUNK):
+        at = first + tl.arange(0, CHUNK)[None, :]
+        inside = row_ok[:, None] & (at < count)
+        token = tl.load(tokens + at, mask=inside, other=-1)
+        tl.store(out_ptr + rows64 * V + token, tl.full(token.shape, float("-inf"), tl.float32),
+                 mask=inside & (token >= 0))

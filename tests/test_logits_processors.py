@@ -1,0 +1,137 @@
+"""Family logits-processors without the harness: the float64 reference on rows computed by
+hand, its bitmask and min_tokens conventions, the bound that tells float32 from bfloat16
+arithmetic, and both kernels (Triton through the interpreter on a CPU) against the
+reference on random batches, the Triton kernel also with rows split across programs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import sampling_harness.kernels.logits_processors.triton_logits_processors as tlp
+from sampling_harness.kernels.logits_processors.torch_logits_processors import (
+    logits_processors_torch,
+)
+from sampling_harness.kernels.mutants.logits_processors_mutants import (
+    penalties_in_logits_dtype,
+)
+from sampling_harness.reference.logits_processors import bitmask_allowed, process
+from sampling_harness.suites.logits_processors.batches import DTYPES, PROCESSORS, assemble
+from sampling_harness.suites.logits_processors.compare import compare
+from sampling_harness.suites.logits_processors.contract import OPTIONS
+from sampling_harness.suites.logits_processors.strategies import Knobs, random_row
+
+INF = float("-inf")
+
+
+def _call(fn, inputs: dict) -> torch.Tensor:
+    return fn(inputs["logits"].clone(), inputs["token_ids"], inputs["num_prompt_tokens"],
+              **{name: inputs[name] for name in OPTIONS})
+
+
+def test_reference_on_a_row_computed_by_hand():
+    """x = (1, -2, 3, 0.5, -1, 2); prompt [0], output [1, 1, 3]; repetition 2, frequency
+    0.5, presence 0.25; biases +1 on token 2, -1 on token 4; the bitmask forbids token 5;
+    stop token 3 with min_tokens 5 (output of 3: masked)."""
+    processed = process(
+        torch.tensor([[1.0, -2.0, 3.0, 0.5, -1.0, 2.0]]), torch.tensor([[0, 1, 1, 3, -1]]),
+        torch.tensor([1]), repetition_penalty=torch.tensor([2.0]),
+        frequency_penalty=torch.tensor([0.5]), presence_penalty=torch.tensor([0.25]),
+        logit_bias_ids=torch.tensor([[2, 4, -1]]),
+        logit_bias_values=torch.tensor([[1.0, -1.0, 7.0]]),
+        allowed_bitmask=torch.tensor([[0b011111]], dtype=torch.int32),
+        stop_token_ids=torch.tensor([[3, -1]]), min_tokens=torch.tensor([5]))
+    assert processed.values.tolist() == [[0.5, -5.25, 4.0, INF, -2.0, INF]]
+    # token 1: |x| 2 + |r| 4 + |phi c| 1 + |pi| 0.25
+    assert processed.scale[0, 1].item() == 7.25
+    assert processed.scale[0, 2].item() == 3 + 1 + 4
+
+
+def test_reference_bitmask_reads_the_least_significant_bit_first_and_nothing_past_it():
+    words = torch.tensor([[1, -2**31], [-1, 0]], dtype=torch.int32)
+    allowed = bitmask_allowed(words, 70)
+    assert allowed[0].nonzero().flatten().tolist() == [0, 63]
+    assert allowed[1].nonzero().flatten().tolist() == list(range(32))
+
+
+def test_reference_min_tokens_counts_the_output_alone():
+    kwargs = {"stop_token_ids": torch.tensor([[2], [2]]), "min_tokens": torch.tensor([2, 2])}
+    ids = torch.tensor([[0, 1, 3, 4], [0, 1, 3, -1]])          # outputs of 2 and 1 tokens
+    values = process(torch.zeros(2, 5), ids, torch.tensor([2, 2]), **kwargs).values
+    assert values[0, 2].item() == 0.0 and values[1, 2].item() == INF
+
+
+def random_batch(seed: int, rows: int, vocab: int, history: int, dtype, processors=PROCESSORS,
+                 words: int | None = None):
+    rng = np.random.default_rng(seed)
+    knobs = Knobs(scale=3.0, masked=0.05, grid=0.25, repeat=0.6, biased=6, stops=3)
+    built = [random_row(vocab, history, knobs, rng) for _ in range(rows)]
+    return assemble(built, dtype, processors, words=words, history=history)
+
+
+def _agrees(batch, output) -> dict:
+    record = compare("test", batch, batch.inputs, output)
+    assert record["wrong"] == 0, record["failure"]
+    return record
+
+
+CASES = [(0, 5, 33, 40, torch.float32), (1, 3, 257, 300, torch.bfloat16),
+         (2, 4, 1025, 0, torch.float16), (3, 2, 129, 4096, torch.float32)]
+
+
+@pytest.mark.parametrize("kernel", [logits_processors_torch, tlp.logits_processors_triton],
+                         ids=["torch", "triton"])
+@pytest.mark.parametrize("case", CASES, ids=[f"V{c[2]}-L{c[3]}" for c in CASES])
+def test_kernels_agree_with_the_reference(kernel, case):
+    seed, rows, vocab, history, dtype = case
+    batch = random_batch(seed, rows, vocab, history, dtype)
+    _agrees(batch, _call(kernel, batch.inputs))
+    alone = random_batch(seed, rows, vocab, history, dtype, processors=("repetition", "stop"))
+    _agrees(alone, _call(kernel, alone.inputs))
+
+
+@pytest.mark.parametrize("splits, block", [(3, 32), (7, 16)])
+def test_triton_rows_split_across_programs_write_their_own_columns(splits, block):
+    """Forced CPU launches of several programs a row: each program's sparse phase writes only
+    the tokens of its own columns, so the result is the same as one program a row."""
+    batch = random_batch(4, 4, 257, 48, torch.float32, words=7)
+    launch = tlp.Launch(block=block, warps=4, rows=2, splits=splits)
+    split = tlp.logits_processors_launch(
+        batch.inputs["logits"], batch.inputs["token_ids"], batch.inputs["num_prompt_tokens"],
+        launch=launch, **{name: batch.inputs[name] for name in OPTIONS})
+    _agrees(batch, split)
+    assert torch.equal(split, _call(tlp.logits_processors_triton, batch.inputs))
+
+
+def test_the_bound_passes_float32_and_fails_bfloat16_arithmetic():
+    """The same processors in float32 stay far inside the bound; computed in bfloat16 they
+    leave it."""
+    batch = random_batch(5, 6, 257, 64, torch.bfloat16)
+    assert _agrees(batch, _call(logits_processors_torch, batch.inputs))["worst_ratio"] < 0.5
+    record = compare("bf16", batch, batch.inputs, _call(penalties_in_logits_dtype,
+                                                        batch.inputs))
+    assert record["wrong"] > 0
+
+
+def test_the_comparison_demands_minus_inf_exactly_and_finite_elsewhere():
+    batch = random_batch(6, 3, 65, 16, DTYPES[0])
+    good = _call(logits_processors_torch, batch.inputs)
+    masked = good == INF
+    assert masked.any() and (~masked).any()
+    opened = good.clone()
+    opened[tuple(masked.nonzero()[0].tolist())] = 0.0
+    closed = good.clone()
+    closed[tuple((~masked).nonzero()[0].tolist())] = INF
+    for wrong in (opened, closed):
+        assert compare("x", batch, batch.inputs, wrong)["wrong"] == 1
+
+
+def test_history_buckets_and_column_splits():
+    assert [tlp.history_bucket(n) for n in (0, 1, 32, 33, 2048, 4097)] == [5, 5, 5, 6, 11, 13]
+    assert tlp.split_columns(151936, 2048, 3) == (3, 51200)
+    assert tlp.split_columns(100, 64, 8) == (2, 64)
+    with pytest.raises(ValueError, match="at most"):
+        tlp.logits_processors_triton(torch.zeros(1, 4), torch.zeros(1, tlp.MAX_HISTORY + 1,
+                                                                    dtype=torch.int64),
+                                     torch.zeros(1, dtype=torch.int64))
