@@ -31,6 +31,8 @@ from sampling_harness.families.loader import load
 from sampling_harness.kernels import direct_launch as launcher
 from sampling_harness.kernels.split_scratch import stream_handle
 
+launcher.ENABLED = True      # measure the direct path (off by default until measured)
+
 REPS = 200
 KERNELS = {"sample": "triton-exact", "logprobs": "triton-logprobs",
            "sample-logits": "triton-sample-logits", "rejection": "triton-rejection"}

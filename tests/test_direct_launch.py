@@ -143,6 +143,7 @@ def test_a_held_kernel_is_launched_as_jit_run_launches_it(monkeypatch):
         return compiled[-1]
 
     monkeypatch.setattr(kernel, "run", run)
+    monkeypatch.setattr(dl, "ENABLED", True)
     monkeypatch.setattr(dl, "driver_functions", lambda: (lambda: 0, lambda device: 77))
     dl.forget()
     x, out = torch.zeros(64), torch.zeros(64)
