@@ -11,14 +11,13 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
-import threading
 from datetime import datetime
 from pathlib import Path
 
 from sampling_harness import options
+from sampling_harness.commands.stopping import sigterm_stops
 from sampling_harness.device import resolve_device, use_triton_interpreter_without_gpu
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES, declaring_files, family_names
@@ -159,7 +158,7 @@ def run_check(args) -> int:
     ahead = precompile_ahead(args, device, families, report_dir) \
         if shard.world == 1 and not args.sanitize else None
     try:    # only the plugins the run needs, in its xdist workers too (run/guest.py)
-        with _sigterm_stops_the_run(), only_own_plugins():
+        with sigterm_stops(), only_own_plugins():
             code = pytest.main(pytest_args)
     finally:
         if ahead is not None:
@@ -190,25 +189,6 @@ def precompile_ahead(args, device, families: list[str], report_dir: Path):
     process = precompile.start(args.budget, [FAMILIES[f].suite for f in families],
                                args.kernel or None, 10 * major + minor, log)
     return None if process is None else (process, log)
-
-
-@contextlib.contextmanager
-def _sigterm_stops_the_run():
-    """SIGTERM (a CI job's time limit, ``timeout``) stops the run as Ctrl-C does: it ends
-    INCOMPLETE, with its summary and reports, exit code 2. Only in the CLI's own main
-    thread, and only while its pytest runs."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _conclude(code: int, report_dir: Path, select: str | None) -> int:

@@ -142,7 +142,7 @@ def run_mutate(args, report_dir: Path) -> int:
             "workers": settings.workers, "command": command_line(args),
             "modules": found.files(), "complete": False}
     run = session.MutateRun(found, sites, settings, report_dir, meta, started)
-    from sampling_harness.mutate.runs import sigterm_stops
+    from sampling_harness.commands.stopping import sigterm_stops
 
     with sigterm_stops():
         results = run.run(chosen, args.run_timeout, args.call_timeout)

@@ -12,13 +12,11 @@ check (pytest's ``-x``): one failure kills it.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import queue
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -172,24 +170,6 @@ def in_parallel(jobs: Iterable, workers: int, run: Callable[[object, int], objec
                 future.cancel()
             stop_all()
             raise
-
-
-@contextlib.contextmanager
-def sigterm_stops():
-    """While inside (in the main thread): SIGTERM (a CI job's time limit, ``timeout``) stops
-    the run as Ctrl-C does, so that its children are ended and its report written."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def stop_all() -> None:

@@ -20,6 +20,7 @@ from sampling_harness.kernels.rejection.torch_rejection import (
     rejection_sample,
     rejection_torch,
     request_grid,
+    residual,
 )
 from sampling_harness.kernels.sample.torch_race import seeded_generator
 
@@ -190,3 +191,24 @@ def accept_u_fp32(drafts, counts, draft_probs, target_probs, bonus, greedy, seed
     """torch-rejection whose acceptance uniform is a float32 one (24 random bits)."""
     return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
                             pieces=Pieces(accept=_accept_float32_uniform))
+
+
+def _one_hot_missing_in_a_quarter(target_rows, draft_rows, draft_ids):
+    """Without draft rows, q's one-hot is placed only where d mod 2048 is outside [512, 1024)
+    (a chunk's second quarter compared with ``j - Q`` for ``j + Q``): there the residual
+    keeps p(d)."""
+    if draft_rows is not None:
+        return residual(target_rows, draft_rows, draft_ids)
+    p = target_rows.to(torch.float64)
+    missed = (draft_ids % 2048 >= 512) & (draft_ids % 2048 < 1024)
+    kept = residual(target_rows, None, draft_ids)
+    return torch.where(missed[:, None], p, kept)
+
+
+def one_hot_quarter_missed(drafts, counts, draft_probs, target_probs, bonus, greedy, seed):
+    """In the path without draft probs the one-hot of q misses the drafts in one quarter of
+    each 2048-column chunk, so a rejected draft there can come back as its own recovered
+    token (found by ``sampling-harness mutate`` in triton-rejection: ``j - Q == d``)."""
+    return rejection_sample(drafts, counts, draft_probs, target_probs, bonus, greedy, seed,
+                            pieces=Pieces(residual=_one_hot_missing_in_a_quarter))
+

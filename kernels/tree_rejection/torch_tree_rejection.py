@@ -241,7 +241,7 @@ def tree_verify(draft_token_ids, parent_ids, draft_probs, target_probs, greedy, 
     parents = pieces.parents(parent_ids)
     batch, nodes = tokens.shape
     device = target_probs.device
-    width = _deepest(parents, tokens) + 1
+    width = deepest(parents, tokens) + 1
     draws = pieces.draws(seed, batch, nodes, target_probs.shape[2], device)
     best = pieces.argmax(target_probs, greedy)
     walk = Walk(batch, width, device)
@@ -252,7 +252,7 @@ def tree_verify(draft_token_ids, parent_ids, draft_probs, target_probs, greedy, 
     return walk.path.scatter_(1, walk.depth[:, None], emitted[:, None])
 
 
-def _deepest(parents: torch.Tensor, tokens: torch.Tensor) -> int:
+def deepest(parents: torch.Tensor, tokens: torch.Tensor) -> int:
     """D, the deepest path's length (a parent comes before its children)."""
     if tokens.numel() == 0:
         return 0

@@ -47,6 +47,7 @@ from sampling_harness.kernels.sample.triton_race import (
     race_chunk,
 )
 from sampling_harness.kernels.split_scratch import cdiv, next_power_of_2
+from sampling_harness.kernels.tree_rejection.torch_tree_rejection import deepest
 from sampling_harness.kernels.triton_seeds import philox_key, seed_argument
 
 COIN_BIT = tl.constexpr(1 << 60)     # coin counters: b 2^20 + index, bit 60 set
@@ -256,18 +257,6 @@ def _tree_kernel(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, greedy
              mask=ok[:, None] & (slots < W))
 
 
-def _deepest(parents: torch.Tensor, tokens: torch.Tensor) -> int:
-    """D, the deepest path's length in the batch (one synchronisation)."""
-    if tokens.numel() == 0:
-        return 0
-    depth = torch.zeros_like(tokens)
-    for i in range(tokens.shape[1]):
-        above = depth.gather(1, parents[:, i:i + 1].clamp(min=0)).squeeze(1)
-        depth[:, i] = torch.where(tokens[:, i] >= 0,
-                                  torch.where(parents[:, i] < 0, 1, above + 1), 0)
-    return int(depth.max())
-
-
 def _check(tokens, parents, draft_probs, target_probs, greedy) -> None:
     """ValueError (one line) on a dtype or shape outside the contract."""
     batch, nodes = tokens.shape if tokens.dim() == 2 else (-1, -1)
@@ -307,7 +296,7 @@ def tree_rejection_triton(draft_token_ids: torch.Tensor, parent_ids: torch.Tenso
     _check(draft_token_ids, parent_ids, draft_probs, target_probs, greedy)
     batch, nodes, vocab = target_probs.shape[0], draft_token_ids.shape[1], target_probs.shape[2]
     device = target_probs.device
-    width = _deepest(parent_ids, draft_token_ids) + 1
+    width = deepest(parent_ids, draft_token_ids) + 1
     seed = seed_argument(seed, batch, device)
     out = torch.empty((batch, width), dtype=torch.int64, device=device)
     if batch == 0:

@@ -130,6 +130,13 @@ MUTANTS = (
                 "probability 2^-24, so a draft of p/q = 1e-12 is accepted about 2^-24 of the "
                 "time; seen by acceptance_tail's float32 floor (2^29 or more requests, a GPU "
                 "budget)")),
+    Mutant("one-hot-quarter-missed",
+           "sampling_harness.kernels.mutants.rejection_mutants:one_hot_quarter_missed",
+           caught_by=("validity",), budget="quick",
+           bug=("without draft probs, q's one-hot misses the drafts in one quarter of each "
+                "chunk (triton-rejection with j - Q == d for j + Q == d, found by mutate), so "
+                "a rejected draft can be recovered as itself; seen by validity's column "
+                "sweep")),
     Mutant("last-slot-next-row",
                 "sampling_harness.kernels.mutants.memory_mutants:last_slot_next_row",
            caught_by=("validity",), budget="quick", tool="memcheck",

@@ -10,7 +10,9 @@ block sizes, forced accepts and rejects), each called twice with the same seed u
 allocator poisons (identical outputs are due: an unwritten slot differs for certain), and a
 large batch whose every draft has target probability 0: a kernel that accepts such a draft,
 or recovers outside the residual, at any per-draft rate above the stated minimum is caught
-with probability 0.99.
+with probability 0.99. A column sweep (``column_sweep``) puts a draft at every column of a
+vocabulary spanning every quarter of a chunk (two chunks on a GPU), so a residual wrong at
+some columns only is seen wherever they fall.
 """
 
 from __future__ import annotations
@@ -84,6 +86,35 @@ def never_batch(vocab: int, seed: int, draft_probs: bool) -> RejectionLaws:
                          greedy=np.zeros(rows, bool), fixed_drafts=drafts.astype(np.int64))
 
 
+SWEEP_VOCAB = {"cpu": 1031, "cuda": 4099}    # every quarter of a chunk; two chunks on a GPU
+
+
+def column_sweep(vocab: int, seed: int, draft_probs: bool) -> RejectionLaws:
+    """One request per column: request d drafts token d, with p(d) = 1/2 and the rest of p
+    spread. Without draft probs q is one-hot at d (accepted with probability 1/2); with them
+    q(d) = 3/4 (accepted with probability 2/3). Either way the residual max(p - q, 0) is 0 at
+    d, so a rejected draft must never come back as its own recovered token. A kernel whose
+    residual misses d at some columns (a one-hot, an offset or a mask wrong in one quarter
+    of a chunk, one tile or one split) re-emits d in about half the rejections there, which
+    the runner's exact validation sees wherever those columns fall."""
+    rng = np.random.default_rng(seed)
+    columns = np.arange(vocab)
+    p = rng.random((vocab, vocab)).astype(np.float64) + 0.05
+    p[columns, columns] = 0.0
+    p *= 0.5 / p.sum(1, keepdims=True)
+    p[columns, columns] = 0.5
+    q = None
+    if draft_probs:
+        q = rng.random((vocab, vocab)).astype(np.float64) + 0.05
+        q[columns, columns] = 0.0
+        q *= 0.25 / q.sum(1, keepdims=True)
+        q[columns, columns] = 0.75
+        q = q.astype(np.float32)
+    return RejectionLaws(target=p.astype(np.float32), draft=q,
+                         num_draft_tokens=(1,) * vocab, bonus=rng.integers(vocab, size=vocab),
+                         greedy=np.zeros(vocab, bool), fixed_drafts=columns.astype(np.int64))
+
+
 def validity(ctx) -> Outcome:
     seeds = ctx.seeds()
     generator = torch.Generator(device=ctx.device)
@@ -92,6 +123,11 @@ def validity(ctx) -> Outcome:
         generator.manual_seed(next(seeds))
         drafts = DraftSampler(laws, ctx.device).draw(1, generator)
         ctx.runner.call_twice(batch_inputs(laws, drafts, 1, ctx.device), next(seeds))
+
+    for draft_probs in (True, False):
+        laws = column_sweep(SWEEP_VOCAB[ctx.device.type], ctx.seed, draft_probs)
+        ctx.runner.call(batch_inputs(laws, torch.as_tensor(laws.fixed_drafts), 1, ctx.device),
+                        next(seeds))  # the runner fails a rejected draft recovered as itself
 
     offered = 0
     for draft_probs in (True, False):
@@ -105,8 +141,9 @@ def validity(ctx) -> Outcome:
             offered += copies * laws.batch
     return Outcome(
         True, f"{ctx.runner.calls} calls valid; {len(batches)} edge batches gave the same "
-              f"output under two allocator poisons; {offered:,} drafts of target probability "
-              "0 all rejected, every recovered token inside the residual",
+              f"output under two allocator poisons; a draft at every column of V = "
+              f"{SWEEP_VOCAB[ctx.device.type]} never recovered as itself; {offered:,} drafts "
+              "of target probability 0 all rejected, every recovered token inside the residual",
         samples=offered, min_detectable_effect=never_rate(offered, ctx.budget.power),
         effect="per-draft rate of accepting a draft of target probability 0",
         details={"edge_batches": list(batches)})
