@@ -42,13 +42,12 @@ launcher as tensors (it reads their pointers and checks they are device memory).
 
 from __future__ import annotations
 
-import os
-
 import torch
 
-# Off unless asked for: the direct path has not yet been measured on a GPU (issue 38). Set
-# SAMPLING_HARNESS_DIRECT_LAUNCH=1 to take it; every launch otherwise is ``kernel[grid]``.
-ENABLED = os.environ.get("SAMPLING_HARNESS_DIRECT_LAUNCH") == "1"
+# Off until the direct path is measured on a GPU (issue 38): every launch is ``kernel[grid]``
+# unless a caller sets ``direct_launch.ENABLED = True`` (benchmarks/host_cost.py and
+# benchmarks/bench_direct.py do).
+ENABLED = False
 
 _INT32 = range(-2**31, 2**31)
 _INT64 = range(-2**63, 2**63)

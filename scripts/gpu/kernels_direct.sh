@@ -31,10 +31,9 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 torch.cuda.get_device_name())"
 
 step host 40 python3 benchmarks/host_cost.py
-export SAMPLING_HARNESS_DIRECT_LAUNCH=1   # the benches measure the direct path
 bench() {  # NAME FAMILY ARGS...
   local name=$1 family=$2; shift 2
-  step "$name" 20 python3 -m sampling_harness bench "$family" --device cuda --cuda-graph \
+  step "$name" 20 python3 benchmarks/bench_direct.py "$family" --device cuda --cuda-graph \
     --repeat 2 --calls 30 --report-dir "$out/$name" "$@"
 }
 bench bench-sample sample --shape 256x151936 --shape 32x128256 --shape 1x32000
