@@ -22,6 +22,7 @@ import torch
 from sampling_harness.reference.tree_rejection import TreeModel, flat_law, sequence_law
 from sampling_harness.stats.independence import pair_tests, pairings_verdict
 from sampling_harness.stats.multiple import bonferroni
+from sampling_harness.suites.rejection.independence import pairings
 from sampling_harness.suites.tree_rejection.batches import CaseSampler, TreeCase, cells
 from sampling_harness.verdict import Outcome
 
@@ -41,13 +42,6 @@ def trees() -> dict[str, TreeCase]:
     law = model()
     return {"listed": TreeCase("listed children (0, 1)", PARENTS, law, np.array([0, 1])),
             "drawn": TreeCase("children drawn from q", PARENTS, law, None)}
-
-
-def pairings(a: torch.Tensor, b: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    return {"adjacent requests": (a[0::2], a[1::2]),
-            "same request, seeds s, s+1": (a, b),
-            "request i+1 at s, i at s+1": (a[1:], b[:-1]),
-            "request i at s, i+1 at s+1": (a[:-1], b[1:])}
 
 
 def independence(ctx):
