@@ -16,19 +16,7 @@ out=${OUT:-/tmp/out}
 mkdir -p "$out"
 start=$(date +%s)
 deadline=${DEADLINE:-150}
-step() {  # NAME MAX_SECONDS COMMAND...: run under min(MAX, time left), tee the log
-  local name=$1 most=$2 left t0 code; shift 2
-  left=$(( deadline - ($(date +%s) - start) ))
-  if [ "$left" -lt 10 ]; then echo "== $name: skipped (deadline)"; return; fi
-  [ "$most" -lt "$left" ] || most=$left
-  echo "== $name (at $(( $(date +%s) - start )) s, limit $most s)"
-  t0=$(date +%s)
-  timeout "$most" "$@" > "$out/$name.log" 2>&1; code=$?
-  grep -v "^USDT\|Warning\|warn(" "$out/$name.log" | tail -n 60
-  echo "== $name: exit $code in $(( $(date +%s) - t0 )) s"
-}
-python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, \
-torch.cuda.get_device_name())"
+source scripts/gpu/steps.sh
 
 step host 40 python3 benchmarks/host_cost.py
 bench() {  # NAME FAMILY ARGS...

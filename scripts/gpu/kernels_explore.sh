@@ -20,19 +20,7 @@ mkdir -p "$out"
 source scripts/gpu-env.sh
 start=$(date +%s)
 deadline=${DEADLINE:-400}
-step() {  # NAME MAX_SECONDS COMMAND...: run under min(MAX, time left), tee the log
-  local name=$1 most=$2 left t0 code; shift 2
-  left=$(( deadline - ($(date +%s) - start) ))
-  if [ "$left" -lt 15 ]; then echo "== $name: skipped (deadline)"; return; fi
-  [ "$most" -lt "$left" ] || most=$left
-  echo "== $name (at $(( $(date +%s) - start )) s, limit $most s)"
-  t0=$(date +%s)
-  timeout "$most" "$@" > "$out/$name.log" 2>&1; code=$?
-  grep -v "^USDT\|Warning\|warn(" "$out/$name.log"
-  echo "== $name: exit $code in $(( $(date +%s) - t0 )) s"
-}
-python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, \
-torch.cuda.get_device_name())"
+source scripts/gpu/steps.sh
 git log -1 --format='commit %h %s' 2>/dev/null || true
 
 step explore 170 python3 benchmarks/explore_kernels.py --sass --calls 20
