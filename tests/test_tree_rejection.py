@@ -1,17 +1,15 @@
 """Family ``tree-rejection``: the reference law, the kernels against it, the exact validator,
-the mutants' mechanisms that only a GPU budget shows, the bench floor, and the chain
-family's float32 floor (suites/rejection/acceptance_tail.py). Small and fast: the checks
-themselves run in tests/test_selftest.py."""
+the mutants' mechanisms that only a GPU budget shows, the bench floor. Small and fast: the
+checks themselves run in tests/test_selftest.py."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
-from scipy import stats
 
 from sampling_harness.errors import KernelFailure
-from sampling_harness.kernels.mutants import rejection_mutants, tree_rejection_mutants
+from sampling_harness.kernels.mutants import tree_rejection_mutants
 from sampling_harness.kernels.tree_rejection.torch_tree_rejection import (
     Draws,
     Pieces,
@@ -31,13 +29,6 @@ from sampling_harness.reference.tree_rejection import (
     sequence_law,
 )
 from sampling_harness.stats.fit import law_fit
-from sampling_harness.suites.rejection.acceptance_tail import (
-    FLOOR_RATE,
-    FLOOR_RATIO,
-    floor_requests,
-    ratio_batch,
-    ratio_rows,
-)
 from sampling_harness.suites.tree_rejection.batches import CaseSampler, TreeCase, cells, stack
 from sampling_harness.suites.tree_rejection.bench import bench_batch, floor_bytes
 from sampling_harness.suites.tree_rejection.contract import validate_output
@@ -227,29 +218,6 @@ def test_float32_noise_never_goes_below_its_floor():
     exact = counter_draws(5, 4096, 0, 64, CPU).noise(torch.arange(4096),
                                                      torch.ones(4096, 64, dtype=torch.float64))
     assert float(exact.min()) < 2.0**-12
-
-
-def test_the_chain_float32_uniform_accepts_drafts_of_tiny_ratio_when_it_is_0():
-    u = torch.tensor([0.0, 2.0**-25, 2.0**-23])
-    p, q, _ = ratio_rows(FLOOR_RATIO)
-    p_d, q_d = torch.full((3,), float(p[0]), dtype=torch.float64), torch.full((3,), 0.5,
-                                                                             dtype=torch.float64)
-    accepted = rejection_mutants._accept_float32_uniform(u.double(), p_d, q_d)
-    assert accepted.tolist() == [True, True, False]
-    batch = ratio_batch(FLOOR_RATIO, 8, CPU)
-    out = rejection_mutants.accept_u_fp32(*(batch[n] for n in (
-        "draft_token_ids", "num_draft_tokens", "draft_probs", "target_probs", "bonus_token_ids",
-        "greedy")), 1)
-    assert out.shape == (8, 2)
-
-
-def test_the_chain_float32_floor_streams_at_least_2_29_requests_at_standard():
-    accept = ratio_rows(FLOOR_RATIO)[2]
-    for alpha in (1e-4, 1e-6):
-        planned = floor_requests(FLOOR_RATE["standard"], accept, alpha / 7 / 4, 0.99)
-        assert planned >= 2**29
-        caught = stats.binom.sf(0, planned, 2.0**-24)
-        assert caught > 0.99
 
 
 def test_the_bench_floor_counts_one_row_per_listed_request_and_more_when_drawn():

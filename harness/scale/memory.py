@@ -86,4 +86,4 @@ def call_bytes(tensors) -> int:
     """Bytes of the tensors among ``tensors`` (a call's inputs and output)."""
     import torch
 
-    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+    return sum(t.nbytes for t in tensors if isinstance(t, torch.Tensor))

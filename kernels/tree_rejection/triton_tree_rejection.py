@@ -39,10 +39,10 @@ import triton
 import triton.language as tl
 
 from sampling_harness.kernels.meta import per_request_seeds
+from sampling_harness.kernels.rejection.triton_rejection import row_argmax
 from sampling_harness.kernels.sample.triton_race import (
     chunk_noise,
     chunk_probs,
-    keep_best,
     quarter_width,
     race_chunk,
 )
@@ -66,22 +66,6 @@ def coin(seed, requests, index):
     hi, lo, _, _ = tl.randint4x(key, counter)
     bits = hi.to(tl.int64) * 2097152 + (lo >> 11).to(tl.int64)
     return bits.to(tl.float64) * 1.1102230246251565e-16
-
-
-@triton.jit
-def row_argmax(target_ptr, rows, live, V, n_chunks, BLOCK_B: tl.constexpr, Q: tl.constexpr):
-    """argmax_v p(v) of each live row, the first maximum (columns in order, strict >)."""
-    best = tl.full([BLOCK_B], -2.0, tl.float32)
-    best_id = tl.zeros([BLOCK_B], tl.int64)
-    for chunk in range(0, n_chunks):
-        col0 = chunk * 4 * Q
-        p0, p1, p2, p3 = chunk_probs(target_ptr, rows, live, V, V,
-                                     tl.full([1, 1], 0, tl.int32) + col0, Q)
-        best, best_id = keep_best(best, best_id, p0, col0)
-        best, best_id = keep_best(best, best_id, p1, col0 + Q)
-        best, best_id = keep_best(best, best_id, p2, col0 + 2 * Q)
-        best, best_id = keep_best(best, best_id, p3, col0 + 3 * Q)
-    return best_id
 
 
 @triton.jit
@@ -199,8 +183,8 @@ def _tree_kernel(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, greedy
             p_x = tl.load(target_ptr + rows * V + x, mask=live, other=0.0).to(tl.float64)
             want = live & greedy & (best < 0)
             if tl.max(want.to(tl.int32), axis=0) > 0:
-                best = tl.where(want, row_argmax(target_ptr, rows, want, V, n_chunks, BLOCK_B, Q),
-                                best)
+                _, top = row_argmax(target_ptr, rows, want, V, V, 0, n_chunks, BLOCK_B, Q)
+                best = tl.where(want, top, best)
             if has_draft:
                 q_x = tl.load(draft_ptr + rows * V + x, mask=live, other=1.0).to(tl.float64)
                 need = live & stale & ~greedy
@@ -250,7 +234,8 @@ def _tree_kernel(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, greedy
             token = tl.where(empty, again, token)
     want = ok & greedy & (best < 0)
     if tl.max(want.to(tl.int32), axis=0) > 0:
-        best = tl.where(want, row_argmax(target_ptr, rows, want, V, n_chunks, BLOCK_B, Q), best)
+        _, top = row_argmax(target_ptr, rows, want, V, V, 0, n_chunks, BLOCK_B, Q)
+        best = tl.where(want, top, best)
     last = tl.where(greedy, best, token)
     path = tl.where(slots == depth[:, None], last[:, None], path)
     tl.store(out_ptr + requests.to(tl.int64)[:, None] * W + slots, path,

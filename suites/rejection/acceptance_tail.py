@@ -31,7 +31,7 @@ Binomial(n, a) ~ 5e-4 drafts at n = 2^29 where such a uniform accepts n 2^-24 = 
 16). One-draft requests over V = 2 at r = 1e-12 are streamed in calls sized by
 ``ctx.max_call_elements`` (2^25 requests a call on a GPU); their number n is the least
 power of two (from 2^20) at which the upper tail of the test detects an added acceptance
-rate of ``FLOOR_RATE[budget]`` with the budget's power: 2^-26 at standard (half CUDA's
+rate of the budget's ``float32_floor_rate`` with its power: 2^-26 at standard (half CUDA's
 zero mass) gives n = 2^29 or 2^30 as the run's alpha goes, 2^-27 at thorough (2^31). The floor is
 one more scale of the sequential test (alpha split over the ratios and it alike), so a
 float32 uniform is caught at an early look (2^26 requests: a few seconds on a GPU). A 31- or
@@ -57,7 +57,6 @@ from sampling_harness.verdict import Outcome
 
 VOCAB = 2
 FLOOR_RATIO = 1e-12                                       # p/q of the float32 floor's drafts
-FLOOR_RATE = {"standard": 2.0**-26, "thorough": 2.0**-27}   # added acceptance rate to detect
 
 
 def ratio_rows(ratio: float) -> tuple[np.ndarray, np.ndarray, float]:
@@ -108,7 +107,7 @@ def acceptance_tail(ctx) -> Outcome:
     budget = ctx.budget
     seeds = ctx.rank_seeds()
     per_call = max(1, ctx.max_call_elements // 8)
-    floor = FLOOR_RATE.get(budget.name)
+    floor = budget.float32_floor_rate
     ratios = budget.accept_ratios
     sweep = ctx if floor is None else _Share(ctx, ctx.alpha * len(ratios) / (len(ratios) + 1))
 

@@ -56,6 +56,8 @@ class RejectionBudget:
     accept_ratios: tuple[float, ...]  # p(d) / q(d) of the drafts in acceptance_tail
     accept_expected: float     # expected accepted drafts per ratio under H0 ...
     accept_trials: int         # ... unless that takes more drafts than this (per ratio)
+    float32_floor_rate: float | None = None   # added acceptance rate acceptance_tail must
+                                              # detect at p/q = 1e-12 (a float32 uniform)
     power: float = 0.99
 
 
@@ -79,7 +81,8 @@ BUDGETS = {
                                 generated_max_vocab=512, never_drafts=2**22, pairs=2**16,
                                 tail_scales=(1e-2, 1e-4, 1e-6, 1e-8), tail_expected=200.0,
                                 accept_ratios=(1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9),
-                                accept_expected=200.0, accept_trials=2**22),
+                                accept_expected=200.0, accept_trials=2**22,
+                                float32_floor_rate=2.0**-26),
     "thorough": RejectionBudget("thorough", accept_shift=0.002, joint_tv=0.005,
                                 joint_vocab=23, marginal_tv=0.005, marginal_vocab_cpu=4099,
                                 marginal_vocab_gpu=151936, generated_batches=8,
@@ -88,7 +91,8 @@ BUDGETS = {
                                 tail_expected=400.0,
                                 accept_ratios=(1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10,
                                                1e-11, 1e-12),
-                                accept_expected=400.0, accept_trials=2**25),
+                                accept_expected=400.0, accept_trials=2**25,
+                                float32_floor_rate=2.0**-27),
 }
 
 
