@@ -334,8 +334,7 @@ def test_a_launch_keyword_reaches_the_kernel(monkeypatch, tmp_path):
     contract = FAMILIES["sample"].parameters
     kernel = load("triton-exact", "sample").fn
     assert launch_parameters(kernel, contract) == {
-        "warps": 4, "programs_per_sm": 1, "stages": 5, "unroll": 1, "rows": 1,
-        "late_noise": False}
+        "warps": 4, "programs_per_sm": 1, "stages": 5, "unroll": 1, "rows": 1}
     launches = []
 
     class Recorder:                                 # stands in for the jitted kernel
@@ -345,14 +344,14 @@ def test_a_launch_keyword_reaches_the_kernel(monkeypatch, tmp_path):
     with monkeypatch.context() as patch:
         patch.setattr(race, "_race_kernel", Recorder())
         probs = torch.full((2, 40), 1 / 40)
-        bind("triton-exact", kernel, contract, {"stages": 2, "late_noise": True})(probs, 1)
+        bind("triton-exact", kernel, contract, {"stages": 2, "unroll": 2})(probs, 1)
         kernel(probs, 1)
-    assert [(m["STAGES"], m["LATE_NOISE"]) for m in launches] == [(2, True), (5, False)]
-    bench(tmp_path, "triton-exact", launch=("late_noise=True", "stages=2"),
+    assert [(m["STAGES"], m["UNROLL"]) for m in launches] == [(2, 2), (5, 1)]
+    bench(tmp_path, "triton-exact", launch=("unroll=2", "stages=2"),
           device=default_device())     # a Triton kernel runs on the CPU only interpreted
     rows = strict_load((tmp_path / "bench.json").read_text())["rows"]
     mine = [r for r in rows if r["kernel"] == "triton-exact"]
-    assert [r["launch"] for r in mine] == [{}, {"late_noise": True, "stages": 2}]
+    assert [r["launch"] for r in mine] == [{}, {"stages": 2, "unroll": 2}]
     assert [r.get("same_as_default") for r in mine] == [None, True]
     assert all(r["reason"] is None for r in mine)
 

@@ -126,14 +126,14 @@ def test_rejects_wrong_dtype():
 
 
 def test_race_launch_knobs_keep_the_draws(monkeypatch):
-    """triton-exact's sweep knobs (issue 10: the late_noise keyword, splits)
-    never change its draws: the ids are identical under every setting (one row per
-    program and one warp throughout: those order the float32 chunk sums)."""
+    """triton-exact's sweep knobs (splits, stages, unroll) never change its draws: the ids
+    are identical under every setting (one row per program and one warp throughout: those
+    order the float32 chunk sums)."""
     race = pytest.importorskip("sampling_harness.kernels.sample.triton_race")
     probs = probs_batch(3, 9001, 11)
     seen = set()
-    for late, shape in [(False, (1, 1)), (True, (1, 1)), (True, (1, 3)), (False, (1, 3)),
-                        (True, (1, 2))]:
+    for knobs, shape in [({}, (1, 1)), ({"stages": 2}, (1, 1)), ({"unroll": 2}, (1, 3)),
+                         ({}, (1, 3)), ({"stages": 1}, (1, 2))]:
         monkeypatch.setattr(race, "_launch_shape", lambda b, v, d, *launch, s=shape: (*s, 1))
-        seen.add(tuple(race.race_exact(probs.clone(), 21, late_noise=late).tolist()))
+        seen.add(tuple(race.race_exact(probs.clone(), 21, **knobs).tolist()))
     assert len(seen) == 1, seen

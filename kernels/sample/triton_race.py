@@ -47,7 +47,6 @@ CHUNK_BIT = tl.constexpr(1 << 61)      # chunk variates: chunk counters with bit
 GPU_WARPS, GPU_PROGRAMS_PER_SM = 4, 1
 GPU_STAGES, GPU_UNROLL = 5, 1
 GPU_ROWS = 1                            # rows per program
-GPU_LATE_NOISE = False                  # level-1 variates drawn after the loop, one vector
 MIN_QUARTER = 16                        # Q's floor (quarter_width)
 
 
@@ -193,43 +192,25 @@ def publish_split(best_ptr, part_ptr, ids_ptr, tickets_ptr, rows, row_ok, best, 
 @triton.jit(do_not_specialize=["seed", "B", "n_chunks", "chunks_per_split", "splits"])
 def _race_kernel(probs_ptr, ids_ptr, best_ptr, part_ptr, tickets_ptr, seed, B, V, stride,
                  n_chunks, chunks_per_split, splits, BLOCK_R: tl.constexpr, Q: tl.constexpr,
-                 SPLIT: tl.constexpr, STAGES: tl.constexpr, UNROLL: tl.constexpr,
-                 LATE_NOISE: tl.constexpr, NCP: tl.constexpr):
+                 SPLIT: tl.constexpr, STAGES: tl.constexpr, UNROLL: tl.constexpr):
     """Each program: BLOCK_R rows and a run of chunks. Level 1 picks each row's chunk with
     the highest P_G / q_G; level 2 races the tokens of that chunk. With S > 1 splits each
     program writes its (score, token) partial and takes a ticket; the row block's last
-    program merges the S partials (one launch per call, capturable in a CUDA graph).
-    LATE_NOISE: the loop only keeps each chunk's mass (a [BLOCK_R, NCP] vector), and the
-    variates of all its chunks are drawn after it at once (a Philox per thread, not one per
-    chunk on every thread); the same words and the same float32 scores, so the same draws."""
+    program merges the S partials (one launch per call, capturable in a CUDA graph)."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     row_ok = rows < B
     first = tl.program_id(1) * chunks_per_split
     last = tl.minimum(first + chunks_per_split, n_chunks)
-    if LATE_NOISE:
-        k = tl.arange(0, NCP)[None, :]
-        masses = tl.zeros([BLOCK_R, NCP], tl.float32)
-        for chunk in tl.range(first, last, num_stages=STAGES, loop_unroll_factor=UNROLL):
-            p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V,
-                                         tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q, Q)
-            mass = tl.sum(p0 + p1 + p2 + p3, axis=1)
-            masses = tl.where(k == chunk - first, mass[:, None], masses)
-        q = chunk_noise(seed, rows[:, None], first + k, n_chunks)
-        level1 = tl.where(first + k < last, tl.where(masses > 0, masses / q, -1.0), -2.0)
-        best, arg = tl.max(level1, axis=1, return_indices=True,
-                           return_indices_tie_break_left=True)
-        winner = first + arg.to(tl.int32)
-    else:
-        best = tl.full([BLOCK_R], -2.0, tl.float32)
-        winner = tl.zeros([BLOCK_R], tl.int32) + first
-        for chunk in tl.range(first, last, num_stages=STAGES, loop_unroll_factor=UNROLL):
-            p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V,
-                                         tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q, Q)
-            mass = tl.sum(p0 + p1 + p2 + p3, axis=1)
-            level1 = tl.where(mass > 0, mass / chunk_noise(seed, rows, chunk, n_chunks), -1.0)
-            better = level1 > best
-            best = tl.where(better, level1, best)
-            winner = tl.where(better, chunk, winner)
+    best = tl.full([BLOCK_R], -2.0, tl.float32)
+    winner = tl.zeros([BLOCK_R], tl.int32) + first
+    for chunk in tl.range(first, last, num_stages=STAGES, loop_unroll_factor=UNROLL):
+        p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V,
+                                     tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q, Q)
+        mass = tl.sum(p0 + p1 + p2 + p3, axis=1)
+        level1 = tl.where(mass > 0, mass / chunk_noise(seed, rows, chunk, n_chunks), -1.0)
+        better = level1 > best
+        best = tl.where(better, level1, best)
+        winner = tl.where(better, chunk, winner)
 
     col0 = (winner * 4 * Q)[:, None]
     p0, p1, p2, p3 = chunk_probs(probs_ptr, rows, row_ok, stride, V, col0, Q)
@@ -296,14 +277,13 @@ def float32_rows(probs: torch.Tensor) -> torch.Tensor:
 @per_request_seeds
 def race_exact(probs: torch.Tensor, seed, *, warps: int = GPU_WARPS,
                programs_per_sm: int = GPU_PROGRAMS_PER_SM, stages: int = GPU_STAGES,
-               unroll: int = GPU_UNROLL, rows: int = GPU_ROWS,
-               late_noise: bool = GPU_LATE_NOISE) -> torch.Tensor:
+               unroll: int = GPU_UNROLL, rows: int = GPU_ROWS) -> torch.Tensor:
     """Family ``sample``: one token id per row of ``probs`` (float32 [B, V]), as int64.
     ``seed``: an int, or int64 [B] per-request seeds (kernels/triton_seeds.py). One kernel
     launch, no host synchronisation: capturable in a CUDA graph.
     Launch settings (keywords, ``bench --launch``): on a GPU ``rows`` per program, ``warps``
     and ``programs_per_sm`` (the split; the interpreter takes its own tiles); on both the
-    level-1 loop's ``stages`` and ``unroll`` and ``late_noise``. None changes the draws'
+    level-1 loop's ``stages`` and ``unroll``. None changes the draws'
     words; warps and rows order the float32 chunk sums."""
     probs = float32_rows(probs)
     batch, vocab = probs.shape
@@ -323,9 +303,7 @@ def race_exact(probs: torch.Tensor, seed, *, warps: int = GPU_WARPS,
         _race_kernel, (row_blocks, splits),
         probs, ids, best, part, tickets, seed, batch, vocab, probs.stride(0), chunks,
         per_split, splits, BLOCK_R=block_r, Q=q, SPLIT=splits > 1, STAGES=stages,
-        UNROLL=unroll, LATE_NOISE=late_noise,
-        NCP=next_power_of_2(per_split) if late_noise else 1,
-        num_warps=warps)
+        UNROLL=unroll, num_warps=warps)
     return ids
 
 
