@@ -8,7 +8,9 @@
 # stillborn / error, the score killed / (killed + gap) with its 95 % interval, seconds), the
 # table per operator, each gap, the original's line (checks, seconds, kernel calls) and the
 # kernel's exit code and seconds; then the total. Reports (summary.md per kernel: the table
-# docs/measurements/ takes; report.html with the source view) under $OUT/mutate/KERNEL/.
+# docs/measurements/ takes; report.html with the source view) under /tmp/mutate/KERNEL/,
+# packed into one archive, $OUT/mutate.tar.gz, with the printed lines in $OUT/mutate.txt (a
+# device call brings back at most 8 files).
 # Each kernel gets an equal share of what is left of DEADLINE (default 450 s; time a kernel
 # leaves unused goes to the next); a kernel stopped at its share (exit 124) keeps the report
 # of the mutants that finished.
@@ -21,8 +23,9 @@
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/gpu-env.sh
-out=${OUT:-/tmp/out}/mutate
-mkdir -p "$out"
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+out=/tmp/mutate; rm -rf "$out"; mkdir -p "$out"
+exec > >(tee "$OUT/mutate.txt") 2>&1
 n=${N:-8}
 deadline=${DEADLINE:-450}
 python3 -c "import torch, triton; print(torch.cuda.get_device_name(), 'torch', torch.__version__, 'triton', triton.__version__)"
@@ -68,3 +71,4 @@ for pair in "${pairs[@]}"; do
   echo "== $kernel: exit $code in $(( $(date +%s) - t0 )) s"
 done
 echo "total: $(( $(date +%s) - start )) s"
+tar -czf "$OUT/mutate.tar.gz" -C /tmp mutate
