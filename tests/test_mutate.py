@@ -10,16 +10,21 @@ import ast
 import importlib
 import json
 import textwrap
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 import torch
 
-from sampling_harness.mutate import coverage, recorder
+from sampling_harness.mutate import coverage, law, recorder
 from sampling_harness.mutate.classify import Result, classify, score, table
 from sampling_harness.mutate.edit import apply
+from sampling_harness.mutate.html import to_html
 from sampling_harness.mutate.operators import Source, unit_sites
 from sampling_harness.mutate.reach import reach
+from sampling_harness.mutate.report import to_junit, to_markdown
 from sampling_harness.mutate.runs import ChildRun
 from sampling_harness.mutate.workspace import Mutant, copy_name, write
 from sampling_harness.stats.binomial import clopper_pearson
@@ -235,9 +240,133 @@ def test_each_outcome_is_told_apart(tmp_path):
     assert lost.outcome == "error"
 
 
+def multinomial(probs: torch.Tensor, rekey=lambda seed: seed):
+    """A torch CPU sampler of ``probs`` [B, V]: one id per row, keyed by ``rekey(seed)``."""
+    def call(seed):
+        generator = torch.Generator().manual_seed(rekey(seed) % 2**63)
+        return torch.multinomial(probs, 1, generator=generator).squeeze(1)
+    return call
+
+
+def test_the_law_test_rejects_a_shifted_law_and_not_a_rekeyed_one():
+    probs = torch.softmax(torch.randn(6, 12, generator=torch.Generator().manual_seed(3)) * 1.5,
+                          dim=1)
+    shifted = probs.clone()
+    shifted[:, 0] += 0.15                                    # total variation ~0.13 a row
+    shifted /= shifted.sum(1, keepdim=True)
+    seeds = law.draw_seeds(7, 2 * law.DRAWS["cpu"], "unit")
+    assert len(set(seeds)) == 2 * law.DRAWS["cpu"]
+    original = law.sample(multinomial(probs), seeds[:law.DRAWS["cpu"]], "a")
+    assert original.shape == (law.DRAWS["cpu"], 6, 1)
+    rekeyed = law.sample(multinomial(probs, lambda s: 7919 * s + 1), seeds[law.DRAWS["cpu"]:], "b")
+    moved = law.sample(multinomial(shifted), seeds[law.DRAWS["cpu"]:], "b")
+    assert not torch.equal(original, rekeyed)                # other tokens, one law
+    same = law.homogeneity(original, rekeyed)
+    assert same["rejected"] is False and same["p_value"] > law.ALPHA
+    assert same["rows_tested"] == 6 and same["df"] > 6 and 0 < same["tv"] < 0.2
+    assert same["distance"] == pytest.approx(2 * same["noncentrality"] / law.DRAWS["cpu"])
+    differ = law.homogeneity(original, moved)
+    assert differ["rejected"] is True and differ["p_value"] < 1e-6
+    assert "p = " in law.describe(differ) and "power 0.9" in law.describe(differ)
+
+
+def test_a_row_of_several_tokens_is_one_outcome():
+    first = torch.tensor([[[1, 2, -1]], [[1, 3, -1]]] * 40)          # [80, 1, 3]
+    swapped = torch.tensor([[[1, 2, -1]], [[3, 1, -1]]] * 40)        # same columns' laws
+    assert law.homogeneity(first, first.clone())["p_value"] == 1.0
+    assert law.homogeneity(first, swapped)["rejected"]               # tuples differ
+    drafts = law.outcome_rows(([[4, 5], [6]], None))
+    assert drafts.tolist() == [[4, 5], [6, -1]]
+    assert law.stacked([drafts, law.outcome_rows(([[1, 2, 3], []], None))]).shape == (2, 2, 3)
+    seeds = law.draw_seeds(torch.tensor([3, -1, 5]), 4, "k")
+    assert all(int(s[1]) == -1 for s in seeds) and len({int(s[0]) for s in seeds} |
+                                                      {int(s[2]) for s in seeds}) == 8
+
+
+def test_only_ids_of_a_seeded_family_are_draws():
+    sample, logprobs = (SimpleNamespace(name=n, parameters=p) for n, p in (
+        ("sample", ("probs", "seed")), ("logprobs", ("logits", "token_ids"))))
+    ids, other = torch.tensor([1, 2]), torch.tensor([1, 3])
+    assert law.not_draws(sample, ids, other) is None
+    assert "takes no seed" in law.not_draws(logprobs, ids, other)
+    assert "not ids" in law.not_draws(sample, (ids, torch.zeros(2)), (other, torch.ones(2)))
+    assert law.not_draws(sample, ([[1]], torch.zeros(2)), ([[2]], torch.zeros(2))) is None
+    assert "no output part" in law.not_draws(sample, torch.zeros(2), torch.zeros(2))
+
+
+def test_the_law_test_of_a_call():
+    family = SimpleNamespace(name="sample", parameters=("probs", "seed"),
+                             call=lambda fn, inputs, seed: fn(inputs["probs"], seed),
+                             validate=lambda output, inputs: output)
+    probs = torch.softmax(torch.randn(4, 8, generator=torch.Generator().manual_seed(5)), 1)
+
+    def kernel(rekey, law_of=probs):
+        return lambda p, seed: multinomial(law_of, rekey)(seed)
+
+    def test(mutant, seed=11, outcomes=4):
+        return law.law_test(family, kernel(lambda s: s), mutant, {"probs": probs}, seed,
+                            "fit/0", outcomes, draws=64)
+
+    def slow(p, seed):
+        time.sleep(1.0)                                             # 64 x 1 s > 60 s
+        return kernel(lambda s: s)(p, seed)
+
+    same = test(kernel(lambda s: s + 12345))
+    assert same["verdict"] == "same-law" and same["draws"] == 64
+    again = test(kernel(lambda s: s + 12345))                       # deterministic
+    assert {**same, "seconds": 0} == {**again, "seconds": 0}
+    peaked = torch.eye(8)[:4]
+    assert test(kernel(lambda s: s, peaked))["verdict"] == "differs"
+    assert "would take" in test(slow)["reason"] and law.SECONDS < 64 * 1.0
+    assert "too large" in test(kernel(lambda s: s), outcomes=law.OUTCOMES)["reason"]
+
+    def raises(p, seed):
+        raise RuntimeError("illegal memory access")
+    assert "failed on a fresh seed: RuntimeError" in test(raises)["reason"]
+
+
+def test_a_survivor_whose_law_is_the_same_is_outside_the_score(tmp_path):
+    _, sites = sites_of("def f(a):\n    return a + 1\n")
+    diff = tmp_path / "calls.json"
+    tested = {"draws": 256, "rows": 8, "rows_tested": 8, "statistic": 70.2, "df": 72,
+              "alpha": 1e-3, "power": 0.9, "noncentrality": 68.4, "distance": 0.534,
+              "tv": 0.129}
+
+    def survivor(verdict: dict):
+        diff.write_text(json.dumps({"compared": 9, "differing": 2, "first": {
+            "check": "fit", "call": 3, "law": {**tested, **verdict}, "differences": [
+                {"part": 0, "differ": 1, "of": 4, "at": [
+                    {"index": [2], "original": "7", "mutant": "8"}]}]}}))
+        return classify("m0000", sites[0], run_of(tmp_path, 0, [("fit", "pass", "")]), diff)
+
+    same = survivor({"verdict": "same-law", "p_value": 0.41})
+    assert (same.outcome, same.check) == ("same-law", "fit")
+    assert same.detail.startswith("likely equivalent in law: fit call 3: 1 of 4 values differ")
+    assert "256 x 8 draws per kernel" in same.detail and "p = 0.41" in same.detail
+    assert "total variation >= 0.129" in same.detail and "power 0.9" in same.detail
+    real = survivor({"verdict": "differs", "p_value": 3e-9})
+    assert real.outcome == "gap" and "the law differs" in real.detail and "p = 3e-09" in \
+        real.detail
+    untested = survivor({"verdict": "untested", "p_value": None, "reason": "too slow"})
+    assert untested.outcome == "gap" and untested.detail.endswith("law not tested: too slow")
+    values = survivor({"verdict": "values", "p_value": None, "reason": "no seed"})
+    assert values.outcome == "gap" and values.detail.endswith("2 of 9 calls differ")
+    results = [same, real, Result("m0001", sites[0], "killed", "")]
+    assert (score(results).killed, score(results).gaps) == (1, 1)
+    meta = {"kernel": "k", "budget": "smoke", "device": "cpu", "family": "sample"}
+    summary = to_markdown(results, meta)
+    assert "| same-law |" in summary and "| k | smoke | cpu | 3 | 1 | 1 | 1 | 0 |" in summary
+    assert "## Same law" in summary and "- law: same law (not rejected): two-sample" in summary
+    assert "- law: the law differs (rejected)" in summary
+    suite = ET.fromstring(to_junit(results, meta))
+    assert (suite.get("failures"), suite.get("skipped")) == ("1", "1")
+    page = to_html(results, meta)
+    assert ".o-same-law" in page and "<h2>Same law</h2>" in page
+
+
 def test_the_score_is_killed_over_killed_and_gaps_with_its_exact_interval():
     _, sites = sites_of("def f(a, b):\n    return a + b < 2\n")
-    outcomes = ["killed"] * 7 + ["gap"] * 2 + ["equivalent", "dead", "stillborn"]
+    outcomes = ["killed"] * 7 + ["gap"] * 2 + ["equivalent", "same-law", "dead", "stillborn"]
     results = [Result(f"m{i:04d}", sites[i % len(sites)], o, "") for i, o in
                enumerate(outcomes)]
     s = score(results)
@@ -264,7 +393,7 @@ def test_mutate_names_unknown_mutants_and_refuses_baselines(tmp_path):
 CI_PICKS = {   # outcome -> (module, function, original, replacement, text of its line)
     "killed": ("triton_race", "float32_rows", "!=", "==", "probs.dtype != torch.float32"),
     "equivalent": ("request_seeds", "request_seeds", "31", "32", "seed >= 2**31"),
-    "gap": ("request_seeds", "fresh_for_unseeded", "1", "0", "2**31 - 1"),
+    "same-law": ("request_seeds", "fresh_for_unseeded", "1", "0", "2**31 - 1"),
     "dead": ("triton_race", "_launch_shape", "*", "/", "programs_per_sm * multiprocessors"),
 }
 
@@ -292,16 +421,21 @@ def test_ci_case_triton_exact_at_smoke(tmp_path):
     report = json.loads((tmp_path / "report.json").read_text())
     assert {m["id"]: m["outcome"] for m in report["mutants"]} == wanted, out[-3000:]
     assert report["complete"] and report["score"]["killed"] == 1 and \
-        report["score"]["gaps"] == 1
-    gap = next(m for m in report["mutants"] if m["outcome"] == "gap")
-    assert gap["check"] == gap["gap"]["check"] and gap["gap"]["differences"]
-    assert gap["gap"]["original_repeats"] and gap["gap"]["inputs"]["seed"]
+        report["score"]["gaps"] == 0
+    same = next(m for m in report["mutants"] if m["outcome"] == "same-law")
+    assert same["check"] == same["gap"]["check"] and same["gap"]["differences"]
+    assert same["gap"]["original_repeats"] and same["gap"]["inputs"]["seed"]
+    tested = same["gap"]["law"]
+    assert tested["verdict"] == "same-law" and tested["draws"] == law.DRAWS["cpu"], tested
+    assert tested["p_value"] >= tested["alpha"] == law.ALPHA and tested["tv"] < 0.5
     equivalent = next(m for m in report["mutants"] if m["outcome"] == "equivalent")
     assert equivalent["compared"] == report["original"]["calls"] > 20
     summary = (tmp_path / "summary.md").read_text()
-    assert "| triton-exact | smoke | cpu | 4 | 1 | 1 | 1 | 1 | 0 | 0 | 50.0 % (1/2;" in summary
+    assert "| triton-exact | smoke | cpu | 4 | 1 | 0 | 1 | 1 | 1 | 0 | 0 | 100.0 % (1/1;" in \
+        summary
     suite = ET.parse(tmp_path / "junit.xml").getroot()
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "1", "2")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "0", "3")
     page = (tmp_path / "report.html").read_text()
-    assert all(f'class="l o-{o}"' in page for o in ("killed", "gap", "equivalent", "dead"))
+    assert all(f'class="l o-{o}"' in page for o in ("killed", "same-law", "equivalent",
+                                                     "dead"))
     assert "score (killed / killed + gap)" in out

@@ -11,7 +11,9 @@ see, as the share of its first-order mutants they kill, every survivor explained
    beside a copy of the reachable source (harness/mutate/workspace.py) and checked in a
    child run, in parallel over the workers, stopping at its first failing check; a
    survivor's calls are compared with the original's as they happen
-   (harness/mutate/recorder.py): a gap or likely equivalent (harness/mutate/classify.py).
+   (harness/mutate/recorder.py): a gap, likely equivalent, or, for a family that draws,
+   likely equivalent in law (a two-sample test at the first differing call,
+   harness/mutate/law.py) (harness/mutate/classify.py).
 4. report.json, summary.md, junit.xml and report.html (with the source view) in the report
    directory, rewritten after every mutant; each mutant's source, diff and run under
    ``mutants/``.

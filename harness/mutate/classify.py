@@ -7,7 +7,14 @@ Outcomes (docs/how-to/mutate.md):
 * ``gap``: every check passed, yet some call's output differs from the original's on the
   same inputs and seed: the checks saw the difference and let it through. The first such
   call is reported: its check (the one that would have to see it), its inputs, both
-  outputs where they differ;
+  outputs where they differ; for a family that draws, the two-sample test of the law that
+  rejected (its p-value), or why the law was not tested;
+* ``same-law`` (likely equivalent in law): every check passed, the outputs differ on the
+  same seed, the family draws ids, and a two-sample chi-square test over fresh seeds at the
+  first differing call cannot tell the original's law from the mutant's at alpha
+  (harness/mutate/law.py: its draws, alpha and the smallest deviation it detects with power
+  0.99): a mutant that re-keys the random stream, which no statistical check can or should
+  kill. Evidence, not proof: a change of law below the detectable deviation is filed here;
 * ``equivalent`` (likely): every check passed and every call's output is identical to the
   original's, bit for bit, over all the calls compared; no check that judges outputs can
   kill it on these inputs;
@@ -17,8 +24,8 @@ Outcomes (docs/how-to/mutate.md):
   written; ``error``: its run ended otherwise (no report, calls that cannot be compared).
 
 Score: killed / (killed + gap), the share of the mutants the checks could tell apart that
-they did tell apart, with its exact (Clopper-Pearson) 95 % interval. Equivalent, dead and
-stillborn mutants are outside it and reported on their own.
+they did tell apart, with its exact (Clopper-Pearson) 95 % interval. Equivalent, same-law,
+dead and stillborn mutants are outside it and reported on their own.
 """
 
 from __future__ import annotations
@@ -27,11 +34,13 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from sampling_harness.mutate.law import describe
 from sampling_harness.mutate.operators import OPERATORS, Site
 from sampling_harness.mutate.runs import ChildRun
 from sampling_harness.stats.binomial import clopper_pearson
 
-OUTCOMES = ("killed", "gap", "equivalent", "dead", "stillborn", "error")
+OUTCOMES = ("killed", "gap", "same-law", "equivalent", "dead", "stillborn", "error")
+OUTSIDE = ("same-law", "equivalent", "dead", "stillborn")    # not in the score: skipped
 LEVEL = 0.95
 
 
@@ -110,13 +119,25 @@ def _signal_name(number: int) -> str:
 
 
 def survivor(mutant_id: str, site: Site, diff: dict, common: dict) -> Result:
-    """Every check passed: a gap (an output differs), likely equivalent (none does, over
+    """Every check passed: a gap (an output differs, and for a family that draws, the law
+    test at the first differing call rejected or could not run), same-law (it differs, but
+    the law test cannot tell the laws apart), likely equivalent (no output differs, over
     every call of the original), or an error (the calls could not be matched)."""
     compared, differing = diff.get("compared", 0), diff.get("differing", 0)
     if differing:
         gap = diff.get("first") or {}
-        return Result(mutant_id, site, "gap", gap_line(gap, differing, compared),
-                      check=gap.get("check"), compared=compared, gap=gap, **common)
+        law = gap.get("law") or {}
+        line = gap_line(gap, differing, compared)
+        if law.get("verdict") == "same-law":
+            return Result(mutant_id, site, "same-law", f"likely equivalent in law: {line}; "
+                          f"the laws cannot be told apart: {describe(law)}",
+                          check=gap.get("check"), compared=compared, gap=gap, **common)
+        if law.get("verdict") == "differs":
+            line += f"; the law differs: {describe(law)}"
+        elif law.get("verdict") == "untested":
+            line += f"; law not tested: {describe(law)}"
+        return Result(mutant_id, site, "gap", line, check=gap.get("check"),
+                      compared=compared, gap=gap, **common)
     if diff.get("diverged") or diff.get("missing"):
         return Result(mutant_id, site, "error", f"calls not comparable with the original's "
                       f"({diff.get('diverged') or str(diff.get('missing')) + ' missing'}); "

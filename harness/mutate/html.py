@@ -1,9 +1,10 @@
 """report.html of ``mutate``: one self-contained page (no network, no figures).
 
 The score and the outcome counts, the score per operator and per line, every mutant (each
-linked to its line), each gap with its inputs and both outputs, then the source view: every
-module with a chosen mutant, line by line, each mutated line coloured by the worst outcome
-of its mutants (gap, error, equivalent, dead, stillborn, killed) with their list on hover.
+linked to its line), each gap with its inputs and both outputs, each same-law mutant with
+its law test, then the source view: every module with a chosen mutant, line by line, each
+mutated line coloured by the worst outcome of its mutants (gap, error, same-law,
+equivalent, dead, stillborn, killed) with their list on hover.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from sampling_harness.mutate.classify import OUTCOMES, Result, by_line, by_opera
 from sampling_harness.mutate.report import SCORE_HEADER, gap_details, score_row
 from sampling_harness.report.html import STYLE as BASE_STYLE
 
-COLOURS = {"killed": "#d5f5e3", "gap": "#f5b7b1", "equivalent": "#fcf3cf", "dead": "#d5d8dc",
-           "stillborn": "#e8daef", "error": "#fad7a0"}
-WORST = ("gap", "error", "equivalent", "dead", "stillborn", "killed")
+COLOURS = {"killed": "#d5f5e3", "gap": "#f5b7b1", "same-law": "#d6eaf8",
+           "equivalent": "#fcf3cf", "dead": "#d5d8dc", "stillborn": "#e8daef",
+           "error": "#fad7a0"}
+WORST = ("gap", "error", "same-law", "equivalent", "dead", "stillborn", "killed")
 STYLE = BASE_STYLE + "".join(f".o-{o} {{ background: {c}; }}\n" for o, c in COLOURS.items()) + """
 pre.source { font: 12px/1.35 ui-monospace, monospace; border: 1px solid #ddd; padding: 0;
   overflow-x: auto; }
@@ -55,10 +57,12 @@ def _mutants(results: list[Result], files: dict[str, int]) -> str:
 
 
 def _gap(result: Result, files: dict[str, int]) -> str:
-    """A gap's section: its heading linked to its line, then its facts (``gap_details``)."""
+    """A gap's (or same-law mutant's) section: its heading linked to its line, then its
+    facts (``gap_details``)."""
     head, *facts = [line for line in gap_details(result) if line]
     items = "".join(f"<li>{escape(fact.removeprefix('- '))}</li>" for fact in facts)
-    return (f'<section class="check bad"><h3><a href="#{_line_id(result, files)}">'
+    kind = "bad" if result.outcome == "gap" else "o-same-law"
+    return (f'<section class="check {kind}"><h3><a href="#{_line_id(result, files)}">'
             f"{escape(head.removeprefix('### '))}</a></h3><ul>{items}</ul></section>")
 
 
@@ -91,6 +95,8 @@ def to_html(results: list[Result], meta: dict) -> str:
     legend = "".join(f'<span class="o-{o}">{o}</span>' for o in WORST)
     gaps = [r for r in results if r.outcome == "gap"]
     gap_html = "".join(_gap(r, files) for r in gaps)
+    same = [r for r in results if r.outcome == "same-law"]
+    same_html = "".join(_gap(r, files) for r in same)
     sources = "\n".join(_source(path, i, [r for r in results if r.site.path == path])
                         for path, i in files.items())
     title = f"sampling-harness mutate: {meta.get('family')} / {meta.get('kernel')}"
@@ -105,4 +111,7 @@ def to_html(results: list[Result], meta: dict) -> str:
             f"<h2>Per source line</h2>{_grouped(results, by_line, 'line')}\n"
             f"<h2>Mutants</h2>{_mutants(results, files)}\n"
             + (f"<h2>Gaps</h2>{gap_html}\n" if gaps else "")
+            + (f"<h2>Same law</h2><p>Outputs differ on the same seed; a two-sample "
+               f"chi-square test over fresh seeds cannot tell the laws apart.</p>"
+               f"{same_html}\n" if same else "")
             + f'<h2>Source</h2><p class="legend">{legend}</p>\n{sources}\n</body></html>\n')

@@ -11,7 +11,10 @@ seed and a digest of its validated output.
   match are *compared*; those whose outputs differ are counted, and at the first of them the
   original kernel (``ENV_ORIGINAL``) is called here on the same inputs and seed, and both
   outputs are summarised where they differ (the gap), with the inputs of the row that
-  differs; the inputs are saved beside (``gap-inputs.pt``) when they are small.
+  differs; the inputs are saved beside (``gap-inputs.pt``) when they are small. Where the
+  family draws (its contract takes a seed, the parts that differ are ids), both kernels are
+  then called again with fresh seeds and their laws compared (harness/mutate/law.py): the
+  gap's ``law``.
 
 Unseeded requests (seed -1) draw fresh seeds from torch's global generator, so that both
 runs give them the same draws the recorder seeds that generator before each check and after
@@ -32,14 +35,13 @@ from pathlib import Path
 
 import torch
 
+from sampling_harness.mutate.fingerprint import digest, parts, tensor_digest  # noqa: F401
+
 ENV_RECORD = "SAMPLING_HARNESS_MUTATE_RECORD"      # this run's record (JSON) goes here
 ENV_AGAINST = "SAMPLING_HARNESS_MUTATE_AGAINST"    # the original's record to compare with
 ENV_ORIGINAL = "SAMPLING_HARNESS_MUTATE_ORIGINAL"  # the original kernel: FAMILY=TARGET
-SLICE = 1 << 24                                    # elements digested at a time
 SHOWN = 5                                          # differing elements shown of a gap
 SAVED_INPUTS = 64 << 20                            # bytes of a gap's inputs saved, at most
-_WORDS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-_WEIGHTS = (-7046029254386353131, -4658895280553007687)    # odd 64-bit multipliers
 
 
 def reseed(check: str, call: int) -> None:
@@ -48,52 +50,8 @@ def reseed(check: str, call: int) -> None:
     torch.manual_seed(int(short(f"{check}/{call}")[:15], 16))
 
 
-def _signed(value: int) -> int:
-    return (value + 2**63) % 2**64 - 2**63
-
-
-def tensor_digest(tensor: torch.Tensor) -> str:
-    """'int64[4, 7]:..': dtype, shape and a digest of the bits: BLAKE2b of the bytes on a
-    CPU; on a GPU two position-weighted sums of the bits as integers, modulo 2^64 (no copy
-    to the host; integer sums do not depend on the order of the additions)."""
-    flat = tensor.detach().contiguous().reshape(-1)
-    head = f"{str(tensor.dtype).removeprefix('torch.')}{list(tensor.shape)}"
-    if flat.device.type == "cpu":
-        data = flat.view(torch.uint8).numpy() if flat.numel() else b""
-        return f"{head}:{hashlib.blake2b(memoryview(data), digest_size=16).hexdigest()}"
-    words = flat.view(_WORDS[flat.element_size()]) if flat.dtype != torch.bool \
-        else flat.view(torch.uint8)
-    sums = [0, 0]
-    for start in range(0, words.numel(), SLICE):
-        part = words[start:start + SLICE].to(torch.int64)
-        where = torch.arange(start, start + part.numel(), device=part.device,
-                             dtype=torch.int64)
-        for i, weight in enumerate(_WEIGHTS):
-            mixed = (where + 1) * weight
-            mixed = mixed ^ (mixed >> 31)
-            sums[i] = _signed(sums[i] + int((part * (mixed | 1)).sum()))
-    return f"{head}:{sums[0] % 2**64:x}:{sums[1] % 2**64:x}"
-
-
-def digest(value) -> str:
-    """A digest of a call's argument or output: tensors by ``tensor_digest``, containers
-    part by part, anything else by its repr."""
-    if isinstance(value, torch.Tensor):
-        return tensor_digest(value)
-    if isinstance(value, (list, tuple)):
-        return "(" + ",".join(digest(v) for v in value) + ")"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}={digest(v)}" for k, v in sorted(value.items())) + "}"
-    return repr(value)
-
-
 def short(text: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:20]
-
-
-def parts(output) -> list:
-    """The parts of a validated output (a tensor, or a tuple with None for absent parts)."""
-    return list(output) if isinstance(output, tuple) else [output]
 
 
 def _values(tensor: torch.Tensor, index: tuple) -> str:
@@ -208,6 +166,8 @@ class Recorder:
             gap["inputs"] = describe_inputs(inputs, seed, first[0] if first else None)
         except Exception as exc:     # the report says so; the run's verdicts stand
             gap["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        else:
+            gap["law"] = self._law(runner, key, inputs, seed, reference, output)
         try:
             kept = {k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
             size = sum(v.numel() * v.element_size() for v in kept.values()
@@ -221,12 +181,31 @@ class Recorder:
             pass
         return gap
 
-    def _original_output(self, runner, inputs: dict, seed):
+    def _law(self, runner, key: str, inputs: dict, seed, reference, output) -> dict:
+        """The law test of a call of a stochastic family whose ids differ
+        (harness/mutate/law.py): the original and the mutant called ``law.DRAWS`` times
+        each on its inputs with fresh seeds; torch's generators are put back after it by
+        ``observe``, so the rest of the run is as without it."""
+        from sampling_harness.mutate import law
+
+        try:
+            why = law.not_draws(runner.family, reference, output)
+            if why is not None:
+                return {"verdict": "values", "reason": why}
+            return law.law_test(runner.family, self._original_fn(), runner.kernel.fn, inputs,
+                                seed, key, law.outcome_rows(output).numel())
+        except Exception as exc:     # the gap stands, untested
+            return {"verdict": "untested", "reason": f"{type(exc).__name__}: {exc}"[:300]}
+
+    def _original_fn(self):
         from sampling_harness.families.loader import load
 
-        family = runner.family
         name, _, target = (self.original or "").partition("=")
-        fn = load(target, name).fn
+        return load(target, name).fn
+
+    def _original_output(self, runner, inputs: dict, seed):
+        family = runner.family
+        fn = self._original_fn()
         fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
         call_seed = seed.clone() if isinstance(seed, torch.Tensor) else seed
         reseed(self.check, runner.calls - 1)          # the state the mutant's call began in

@@ -4,7 +4,8 @@ html.py) and the terminal's summary, rewritten after every mutant like a check r
 
 summary.md holds the per-kernel score table that docs/measurements/ takes: one row with the
 counts of each outcome and the score with its interval; then the score per operator and per
-source line, every mutant, and each gap with its inputs and both outputs.
+source line, every mutant, each gap with its inputs and both outputs (and its law test), and
+each same-law mutant with its law test.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from pathlib import Path
 
 from sampling_harness.mutate.classify import (
     OUTCOMES,
+    OUTSIDE,
     Result,
     by_line,
     by_operator,
     score,
     table,
 )
+from sampling_harness.mutate.law import describe
 
 SCORE_HEADER = ["kernel", "budget", "device", "mutants", *OUTCOMES, "score (killed / "
                 "killed + gap)", "seconds"]
@@ -73,6 +76,9 @@ def gap_details(result: Result) -> list[str]:
         for at in part.get("at", []):
             lines.append(f"- output part {part['part']} at {at['index']}: original "
                          f"`{at['original']}`, mutant `{at['mutant']}`")
+    law = gap.get("law")
+    if law:
+        lines.append(f"- law: {law_verdict(law)}: {describe(law)}")
     if gap.get("original_repeats") is False:
         lines.append("- note: the original, called again on these inputs, did not repeat its "
                      "recorded output (a nondeterministic kernel?)")
@@ -81,6 +87,12 @@ def gap_details(result: Result) -> list[str]:
     if gap.get("error"):
         lines.append(f"- the original could not be called again: {gap['error']}")
     return lines + [""]
+
+
+def law_verdict(law: dict) -> str:
+    """The law test's verdict in words (harness/mutate/law.py)."""
+    return {"same-law": "same law (not rejected)", "differs": "the law differs (rejected)",
+            "values": "no law to test"}.get(law.get("verdict"), "not tested")
 
 
 def to_markdown(results: list[Result], meta: dict) -> str:
@@ -108,6 +120,12 @@ def to_markdown(results: list[Result], meta: dict) -> str:
                   ""]
         for r in gaps:
             lines += gap_details(r)
+    same = [r for r in results if r.outcome == "same-law"]
+    if same:
+        lines += ["", "## Same law (outputs differ on the same seed; a two-sample test cannot "
+                      "tell the laws apart)", ""]
+        for r in same:
+            lines += gap_details(r)
     modules = meta.get("modules") or {}
     if modules:
         lines += ["", "## Reachable source", ""] + [f"- `{m}`: {path}"
@@ -125,13 +143,13 @@ def to_json(results: list[Result], meta: dict) -> str:
 
 
 def to_junit(results: list[Result], meta: dict) -> str:
-    """One test case per mutant: killed passes, a gap or an error fails, equivalent, dead
-    and stillborn mutants are skipped with their reason."""
+    """One test case per mutant: killed passes, a gap or an error fails, same-law,
+    equivalent, dead and stillborn mutants are skipped with their reason."""
     suite = ET.Element("testsuite", name=f"sampling-harness mutate {meta.get('family')} "
                        f"{meta.get('kernel')}", tests=str(len(results)),
                        failures=str(sum(r.outcome == "gap" for r in results)),
                        errors=str(sum(r.outcome == "error" for r in results)),
-                       skipped=str(sum(r.outcome in ("equivalent", "dead", "stillborn")
+                       skipped=str(sum(r.outcome in OUTSIDE
                                        for r in results)),
                        time=f"{sum(r.seconds for r in results):.3f}")
     properties = ET.SubElement(suite, "properties")
@@ -156,5 +174,10 @@ def terminal_lines(results: list[Result], meta: dict, directory: Path) -> list[s
     if gaps:
         lines += ["", "gaps (every check passed; an output differs):"]
         lines += [f"  {r.id} {r.site.label}: {r.detail}" for r in gaps]
+    same = [r for r in results if r.outcome == "same-law"]
+    if same:
+        lines += ["", "same law (outputs differ on the same seed; the laws cannot be told "
+                      "apart):"]
+        lines += [f"  {r.id} {r.site.label}: {r.detail}" for r in same]
     return lines + ["", f"report: {directory}/ (summary.md, report.json, junit.xml, "
                         f"report.html; each mutant's source and run under mutants/)"]
