@@ -1,7 +1,8 @@
 """Family logits-processors without the harness: the float64 reference on rows computed by
 hand, its bitmask and min_tokens conventions, the bound that tells float32 from bfloat16
 arithmetic, and both kernels (Triton through the interpreter on a CPU) against the
-reference on random batches, the Triton kernel also with rows split across programs."""
+reference on random batches, the Triton kernel also in each of its designs (serial,
+overlap, fused) with rows split across programs, bit for bit alike."""
 
 from __future__ import annotations
 
@@ -91,17 +92,58 @@ def test_kernels_agree_with_the_reference(kernel, case):
     _agrees(alone, _call(kernel, alone.inputs))
 
 
+def _launched(batch, launch) -> torch.Tensor:
+    inputs = batch.inputs
+    return tlp.logits_processors_launch(inputs["logits"].clone(), inputs["token_ids"],
+                                        inputs["num_prompt_tokens"], launch=launch,
+                                        **{name: inputs[name] for name in OPTIONS})
+
+
 @pytest.mark.parametrize("splits, block", [(3, 32), (7, 16)])
-def test_triton_rows_split_across_programs_write_their_own_columns(splits, block):
-    """Forced CPU launches of several programs a row: each program's sparse phase writes only
-    the tokens of its own columns, so the result is the same as one program a row."""
+def test_triton_fused_rows_split_across_programs_write_their_own_columns(splits, block):
+    """Design fused, forced CPU launches of several programs a row: each program's sparse
+    phase writes only the tokens of its own columns, so the result is the same as one
+    program a row (and as the default design's)."""
     batch = random_batch(4, 4, 257, 48, torch.float32, words=7)
-    launch = tlp.Launch(block=block, warps=4, rows=2, splits=splits)
-    split = tlp.logits_processors_launch(
-        batch.inputs["logits"], batch.inputs["token_ids"], batch.inputs["num_prompt_tokens"],
-        launch=launch, **{name: batch.inputs[name] for name in OPTIONS})
+    split = _launched(batch, tlp.Launch(block=block, warps=4, rows=2, splits=splits,
+                                        design="fused"))
     _agrees(batch, split)
     assert torch.equal(split, _call(tlp.logits_processors_triton, batch.inputs))
+
+
+DESIGN_CASES = [(7, 3, 257, 300, torch.bfloat16, 64, 2), (8, 5, 131, 40, torch.float32, 32, 4),
+                (9, 2, 100, 0, torch.float16, 64, 1)]
+
+
+@pytest.mark.parametrize("design", tlp.DESIGNS)
+@pytest.mark.parametrize("case", DESIGN_CASES, ids=[f"V{c[2]}-L{c[3]}" for c in DESIGN_CASES])
+def test_triton_designs_agree_bit_for_bit(design, case):
+    """Every design, with dense tiles narrower than a row (several column blocks a row, the
+    last one partial) and one or several rows a program, gives the reference's values and
+    the default launch's bits; also with only the sparse processors that skip the sort (the
+    stop tokens count the history), and with the bitmask alone (the dense kernel alone)."""
+    seed, rows, vocab, history, dtype, block, per_program = case
+    launch = tlp.Launch(block=block, warps=4, rows=per_program, splits=3, design=design)
+    for processors in (PROCESSORS, ("bias", "stop", "bitmask"), ("bitmask",)):
+        batch = random_batch(seed, rows, vocab, history, dtype, processors=processors,
+                             words=(vocab + 31) // 32 - 1)
+        got = _launched(batch, launch)
+        _agrees(batch, got)
+        assert torch.equal(got, _call(tlp.logits_processors_triton, batch.inputs))
+
+
+def test_triton_launch_settings_reach_every_design():
+    """``with_launch`` (what ``bench --launch`` binds) takes the design and the sparse
+    kernels' warps; an unknown design raises; the sort's warps follow the history."""
+    batch = random_batch(10, 3, 65, 20, torch.float32)
+    default = _call(tlp.logits_processors_triton, batch.inputs)
+    for design in tlp.DESIGNS:
+        fn = tlp.logits_processors_triton.with_launch(design=design, block=2048, warps=4,
+                                                      sparse_warps=8)
+        assert torch.equal(_call(fn, batch.inputs), default)
+    with pytest.raises(ValueError, match="design"):
+        _call(tlp.logits_processors_triton.with_launch(design="nope"), batch.inputs)
+    assert [tlp.sort_warps(n) for n in (0, 1024, 2048, 4096, 16384)] == [4, 4, 8, 16, 32]
 
 
 def test_the_bound_passes_float32_and_fails_bfloat16_arithmetic():

@@ -1,33 +1,42 @@
-"""triton-logits-processors: every logits processor in one launch, at the memory floor.
+"""triton-logits-processors: every logits processor at the memory floor, in a fresh float32
+result: the dense pass (triton_dense.py) and the sparse one (triton_sparse.py) compiled as
+separate kernels, each with its own tile, warps and occupancy.
 
 Memory traffic: the logits read once and the result written once (float32 [B, V]), the
 bitmask's words read beside their columns (4 bytes per 32 columns), each row's history
 (int64 [B, L]) read once; the few tokens the sparse processors touch (history, bias and stop
-ids, at most L + NB + S a row) are read, listed in a scratch of 16 LP + 8 NB + 4 S bytes a
-row (the L2) and written again.
+ids, at most L + NB + S a row) read again from the logits (gathers) and written again, the
+sort's work space (16 LP bytes a row, L2) written and read back.
 
-One launch, grid (row blocks, S + 1). Of each row block's S + 1 programs, one lists the
-value of every token its rows' sparse processors touch (triton_sparse.py: the history's
-tokens with the penalties, the biased tokens' whole values, the stop tokens of rows under
-min_tokens), computed from the logits; the other S write a column chunk each, y = x
-(float32) where the bitmask allows the token (bit t mod 32 of word t // 32, least
-significant first; no token past 32 W), else -inf. Which program lists turns with the row
-block, so that every wave of programs mixes the latency-bound listing with the
-bandwidth-bound chunks. Each program then takes a ticket; the row block's last (every
-store of the others released before its acquire) resets it and writes the lists over the
-chunks in order, history, then bias, then stop tokens, barriers between them (a later list
-overwrites an earlier one's tokens).
+Designs (``Launch.design``), all with the same values:
+
+- ``serial`` (the default): the dense kernel, y = x (float32) where the bitmask allows the
+  token (bit t mod 32 of word t // 32, least significant first; no token past 32 W), else
+  -inf, in many short programs; then, in stream order, the sparse kernel, one row a program,
+  computes every touched token's final value from the ORIGINAL logits (history with the
+  penalties, then x + b with the penalties for biased tokens, then -inf for the stop tokens
+  of rows under min_tokens, each -inf where the bitmask forbids it) and writes it over the
+  dense value, barriers between the three phases (a later one overwrites an earlier one's
+  tokens). No tickets. Launched only when a sparse processor has work (the bitmask alone: one
+  launch). H100, 256 x 151936 x 2048, every processor: ~140-145 us dense + ~10-15 us sparse.
+- ``overlap``: the sparse kernel lists the values into the scratch on a side stream (forked
+  from the caller's, joined back, CUDA-graph capturable) while the dense kernel streams; then
+  a small apply kernel writes the lists over the dense result: ~max(dense, sparse) + ~3 us,
+  if the GPU schedules the two side by side (on a CPU: list, dense, apply in turn).
+- ``fused``: the earlier single launch (grid (row blocks, splits + 1): per row block one
+  program lists, ``splits`` programs stream a column chunk each, the last to take the row
+  block's ticket applies the lists), kept to compare on a GPU.
 
 All arithmetic in float32 (the contract grants 2^-21 of the terms' magnitudes: a few
-float32 roundings). The compiled kernel depends on the logits' dtype, whether a penalty or
-a bitmask is given, the history bucket (LP, the history width rounded up to a power of
-two, at least 32) and the launch; B, V, L, NB, S, W and which penalties are given are
-runtime values (absent penalties are neutral: 1, 0, 0).
+float32 roundings). A compiled kernel depends on the logits' dtype, whether a penalty or a
+bitmask is given, the history bucket (LP, the history width rounded up to a power of two,
+at least 32) and the launch; B, V, L, NB, W, S and which penalties are given are runtime
+values (absent penalties are neutral: 1, 0, 0).
 
 Launch settings are keyword arguments of ``logits_processors_triton.with_launch`` (a
-``Launch``; ``launch_for`` gives the defaults): on a GPU one row a program, each row split
-into chunks for ``programs_per_sm`` programs per SM; on a CPU (the Triton interpreter,
-which pays per program and per loop trip) many rows a program, one chunk a row.
+``Launch``; ``launch_for`` gives the defaults): on a GPU one row a program; on a CPU (the
+Triton interpreter, which pays per program and per loop trip) many rows a program, a row's
+columns in one block.
 """
 
 from __future__ import annotations
@@ -39,15 +48,13 @@ import torch
 import triton
 import triton.language as tl
 
+from sampling_harness.kernels.logits_processors.triton_dense import launch_dense
 from sampling_harness.kernels.logits_processors.triton_sparse import (
-    BIG,
     allowed_by_bitmask,
-    apply_list,
-    apply_stop,
-    history_length,
-    list_bias,
-    list_history,
-    list_stop,
+    apply_kernel,
+    apply_lists,
+    list_sparse,
+    sparse_kernel,
 )
 from sampling_harness.kernels.split_scratch import (
     cdiv,
@@ -58,53 +65,23 @@ from sampling_harness.kernels.split_scratch import (
 
 MAX_HISTORY = 2**14                    # widest history one program sorts in registers
 SMALLEST_SORT = 5                      # log2 of the narrowest sorted history compiled
-SLOTS = 16                             # stop ids (and history ids counted) a step
-BIAS_SLOTS = 4                         # biased tokens compared with every key a step
+SLOTS = 16                             # stop ids a step
+BIAS_SLOTS = 8                         # biased tokens compared with every key a step
 APPLY = 1024                           # listed tokens written a step
+DESIGNS = ("serial", "overlap", "fused")
 
 
 @triton.jit
 def dense_chunk(logits_ptr, out_ptr, mask_ptr, rows64, row_ok, lo, hi, V, W, stride,
                 HAS_MASK: tl.constexpr, BLOCK: tl.constexpr, STAGES: tl.constexpr):
-    """Phase 1: columns [lo, hi) of the rows, y = x (float32) where the bitmask allows the
-    token, else -inf."""
+    """Design fused: columns [lo, hi) of the rows, y = x (float32) where the bitmask allows
+    the token, else -inf, BLOCK columns a loop step."""
     for start in tl.range(lo, hi, BLOCK, num_stages=STAGES):
         cols = start + tl.arange(0, BLOCK)[None, :]
         ok = row_ok[:, None] & (cols < hi)
         x = tl.load(logits_ptr + rows64 * stride + cols, mask=ok, other=0.0).to(tl.float32)
         allowed = allowed_by_bitmask(mask_ptr, rows64, cols, W, ok, HAS_MASK)
         tl.store(out_ptr + rows64 * V + cols, tl.where(allowed, x, float("-inf")), mask=ok)
-
-
-@triton.jit
-def list_sparse(logits_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr, bias_ids_ptr,
-                bias_ptr, mask_ptr, stop_ptr, min_ptr, lists, rows, B, V, L, NB, W, S,
-                stride, has_rep, has_freq, has_pres, counted, PENALTIES: tl.constexpr,
-                HAS_MASK: tl.constexpr, R: tl.constexpr, DIMS: tl.constexpr,
-                LOG_LP: tl.constexpr, SLOTS: tl.constexpr, BIAS_SLOTS: tl.constexpr):
-    """Phases 2 and 3 computed: the lists of the rows' touched tokens (triton_sparse.py)."""
-    row_ok = rows < B
-    rows64 = rows.to(tl.int64)[:, None]
-    none = rows * 0          # flags as row vectors: the penalties absent stay neutral
-    rep = tl.load(rep_ptr + rows, mask=row_ok & (none + has_rep != 0), other=1.0)[:, None]
-    freq = tl.load(freq_ptr + rows, mask=row_ok & (none + has_freq != 0), other=0.0)[:, None]
-    pres = tl.load(pres_ptr + rows, mask=row_ok & (none + has_pres != 0), other=0.0)[:, None]
-    prompt = tl.load(prompt_ptr + rows, mask=row_ok, other=0).to(tl.int32)[:, None]
-    if PENALTIES:
-        keys, output_length = list_history(logits_ptr, ids_ptr, mask_ptr, lists, rows64,
-                                           row_ok, prompt, V, L, W, stride, rep, freq, pres,
-                                           HAS_MASK, DIMS, LOG_LP)
-    else:
-        keys = tl.full([R, 1], BIG, tl.int32)          # no history to compare with
-        output_length = history_length(ids_ptr, rows64, row_ok, L, counted, R, SLOTS) - prompt
-    for first in range(0, NB, BIAS_SLOTS):
-        list_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, lists + (4 << LOG_LP),
-                  rows64, row_ok, first, V, NB, W, stride, rep, freq, pres, PENALTIES,
-                  HAS_MASK, BIAS_SLOTS)
-    least = tl.load(min_ptr + rows, mask=row_ok & (none + S > 0), other=0)[:, None]
-    for first in range(0, S, SLOTS):
-        list_stop(stop_ptr, lists + (4 << LOG_LP) + 2 * NB, rows64, row_ok,
-                  output_length < least, first, V, S, SLOTS)
 
 
 @triton.jit
@@ -115,6 +92,7 @@ def _processors_kernel(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_p
                        HAS_MASK: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr,
                        DIMS: tl.constexpr, LOG_LP: tl.constexpr, SLOTS: tl.constexpr,
                        BIAS_SLOTS: tl.constexpr, APPLY: tl.constexpr, STAGES: tl.constexpr):
+    """Design fused: one launch, grid (row blocks, splits + 1)."""
     rows = tl.program_id(0) * R + tl.arange(0, R)
     row_ok = rows < B
     rows64 = rows.to(tl.int64)[:, None]
@@ -124,10 +102,10 @@ def _processors_kernel(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_p
     part = tl.program_id(1)
     sparse = tl.program_id(0) % tl.num_programs(1)
     if part == sparse:
-        list_sparse(logits_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr, bias_ids_ptr,
-                    bias_ptr, mask_ptr, stop_ptr, min_ptr, lists, rows, B, V, L, NB, W, S,
-                    stride, has_rep, has_freq, has_pres, counted, PENALTIES, HAS_MASK, R, DIMS,
-                    LOG_LP, SLOTS, BIAS_SLOTS)
+        list_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr,
+                    bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, lists, rows, B, V, L,
+                    NB, W, S, stride, has_rep, has_freq, has_pres, counted, PENALTIES,
+                    HAS_MASK, R, DIMS, LOG_LP, SLOTS, BIAS_SLOTS, False)
     else:
         lo = (part - (part > sparse).to(tl.int32)) * CHUNK
         dense_chunk(logits_ptr, out_ptr, mask_ptr, rows64, row_ok, lo,
@@ -138,47 +116,50 @@ def _processors_kernel(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_p
     ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)        # acq_rel, gpu scope
     if ticket == tl.num_programs(1) - 1:
         tl.atomic_xchg(tickets_ptr + tl.program_id(0), 0)             # ready for the next call
-        apply_list(out_ptr, lists + (2 << LOG_LP), lists + (3 << LOG_LP), rows64, row_ok,
-                   listed, V, APPLY)
-        tl.debug_barrier()
-        apply_list(out_ptr, lists + (4 << LOG_LP), lists + (4 << LOG_LP) + NB, rows64, row_ok,
-                   NB, V, APPLY)
-        tl.debug_barrier()
-        apply_stop(out_ptr, lists + (4 << LOG_LP) + 2 * NB, rows64, row_ok, S, V, APPLY)
+        apply_lists(out_ptr, lists, rows64, row_ok, listed, V, NB, S, LOG_LP, APPLY)
 
 
 @dataclass(frozen=True)
 class Launch:
-    """How ``_processors_kernel`` is launched (``launch_for``: the defaults)."""
+    """How the kernels are launched (``launch_for``: the defaults)."""
 
-    block: int                   # columns a dense step
-    warps: int
-    rows: int = 1                # rows a program
-    splits: int = 1              # programs a row (capped by its blocks)
-    stages: int = 3              # dense blocks in flight in Triton's pipelined loop
+    block: int                   # dense: columns a program (fused: columns a loop step)
+    warps: int                   # dense kernel's warps (fused: the one kernel's)
+    rows: int = 1                # rows a program, every kernel (a power of two)
+    splits: int = 1              # fused: dense programs a row (capped by its blocks)
+    stages: int = 3              # fused: dense blocks in flight in Triton's pipelined loop
+    design: str = "serial"       # DESIGNS (module docstring)
+    sparse_warps: int = 0        # sparse and apply kernels' warps; 0: ``sort_warps``
 
 
-# the defaults of logits_processors_triton's keyword launch settings: block 4096 and 8 warps
-# were the fastest of an H100 sweep (bench --launch) at 256 x 151936 x 2048
+# the defaults of logits_processors_triton's keyword launch settings
 GPU = Launch(block=4096, warps=8, stages=3)
-GPU_PROGRAMS_PER_SM = 2
+GPU_PROGRAMS_PER_SM = 2                 # fused: programs per SM the row split aims at
 CPU_BLOCK, CPU_TILE = 2**14, 2**20      # CPU: columns a block at most; entries a program
 
 
 def launch_for(batch: int, vocab: int, history: int, device: torch.device, gpu: Launch = GPU,
                programs_per_sm: int = GPU_PROGRAMS_PER_SM) -> Launch:
-    """GPU: ``gpu``, one row a program, each row split for ``programs_per_sm`` programs per
-    SM, at least one warp per 256 history slots (up to 32: the sorted keys stay in
-    registers). CPU: one block a row up to CPU_BLOCK columns, as many rows a program as
-    CPU_TILE entries hold."""
+    """GPU: ``gpu``, one row a program; the sparse kernel's warps by ``sort_warps`` unless
+    set; design fused: each row split for ``programs_per_sm`` programs per SM, the one
+    kernel's warps at least ``sort_warps``. CPU: ``gpu``'s design, one block a row up to
+    CPU_BLOCK columns, as many rows a program as CPU_TILE entries hold, 4 warps."""
+    if gpu.design not in DESIGNS:
+        raise ValueError(f"design {gpu.design!r} is none of {', '.join(DESIGNS)}")
     if device.type == "cuda":
-        keys_warps = (1 << history_bucket(history)) // 256
-        return replace(gpu, splits=cdiv(programs_per_sm * multiprocessors(device), batch),
-                       warps=min(32, max(gpu.warps, keys_warps)))
-    block = max(16, min(CPU_BLOCK, next_power_of_2(vocab)))
+        if gpu.design == "fused":
+            return replace(gpu, rows=1, warps=max(gpu.warps, sort_warps(history)),
+                           splits=cdiv(programs_per_sm * multiprocessors(device), batch))
+        return replace(gpu, rows=1, sparse_warps=gpu.sparse_warps or sort_warps(history))
+    block = max(32, min(CPU_BLOCK, next_power_of_2(vocab)))
     widest = max(block, next_power_of_2(history))
-    return Launch(block=block, warps=4, rows=max(1, min(next_power_of_2(batch),
-                                                        CPU_TILE // widest)))
+    return Launch(block=block, warps=4, design=gpu.design, sparse_warps=4,
+                  rows=max(1, min(next_power_of_2(batch), CPU_TILE // widest)))
+
+
+def sort_warps(history: int) -> int:
+    """One warp per 256 sorted keys, 4 to 32: the keys stay in registers, 8 a thread."""
+    return min(32, max(4, (1 << history_bucket(history)) // 256))
 
 
 def history_bucket(history: int) -> int:
@@ -188,11 +169,23 @@ def history_bucket(history: int) -> int:
 
 
 def split_columns(vocab: int, block: int, wanted: int) -> tuple[int, int]:
-    """(S, CHUNK): a row split into S chunks of whole blocks, at most ``wanted``, none
-    empty."""
+    """Design fused: (S, CHUNK), a row split into S chunks of whole blocks, at most
+    ``wanted``, none empty."""
     blocks = cdiv(vocab, block)
     chunk = cdiv(blocks, max(1, min(blocks, wanted))) * block
     return cdiv(vocab, chunk), chunk
+
+
+_SIDE: dict = {}                        # design overlap: a side stream per device
+
+
+def side_stream(device: torch.device) -> torch.cuda.Stream:
+    """The side stream of ``device``, made once (by the first call, before any capture), of
+    high priority: the sparse kernel's few programs are placed before the dense kernel's
+    pending ones."""
+    if device not in _SIDE:
+        _SIDE[device] = torch.cuda.Stream(device, priority=-1)
+    return _SIDE[device]
 
 
 def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition_penalty=None,
@@ -209,11 +202,12 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
     if vocab >= 2**29 or history > MAX_HISTORY:
         raise ValueError(f"V = {vocab} must be below 2^29 and L = {history} at most "
                          f"{MAX_HISTORY}")
+    launch = launch or launch_for(batch, vocab, history, logits.device, gpu, programs_per_sm)
+    if launch.design not in DESIGNS:
+        raise ValueError(f"design {launch.design!r} is none of {', '.join(DESIGNS)}")
     out = torch.empty((batch, vocab), dtype=torch.float32, device=logits.device)
     if batch == 0 or vocab == 0:
         return out
-    launch = launch or launch_for(batch, vocab, history, logits.device, gpu, programs_per_sm)
-    splits, chunk = split_columns(vocab, launch.block, launch.splits)
     row_blocks = cdiv(batch, launch.rows)
     penalties = [p is not None for p in (repetition_penalty, frequency_penalty,
                                          presence_penalty)]
@@ -231,15 +225,52 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
               allowed_bitmask.shape[1] if allowed_bitmask is not None else 0,
               stop_token_ids.shape[1] if stop else 0)
     row_words = (4 << log_lp) + 2 * widths[0] + widths[2]
-    tickets, lists = split_scratch("triton-logits-processors", logits.device, row_blocks,
+    fused = launch.design == "fused"
+    tickets, lists = split_scratch("triton-logits-processors", logits.device,
+                                   row_blocks if fused else 1,
                                    row_blocks * launch.rows * row_words, (torch.int32,))
-    _processors_kernel[(row_blocks, splits + 1)](
-        logits, out, *operands, lists, tickets, batch, vocab, history, *widths,
-        logits.stride(0), chunk, *(int(p) for p in penalties), history if stop else 0,
-        (1 << log_lp) if sorting else 0, PENALTIES=sorting,
-        HAS_MASK=allowed_bitmask is not None, R=launch.rows, BLOCK=launch.block,
-        DIMS=(launch.rows - 1).bit_length() + log_lp, LOG_LP=log_lp, SLOTS=SLOTS,
-        BIAS_SLOTS=BIAS_SLOTS, APPLY=APPLY, STAGES=launch.stages, num_warps=launch.warps)
+    scalars = (batch, vocab, history, *widths, logits.stride(0))
+    flags = (*(int(p) for p in penalties), history if stop else 0)
+    listed = (1 << log_lp) if sorting else 0
+    constants = dict(PENALTIES=sorting, HAS_MASK=allowed_bitmask is not None, R=launch.rows,
+                     DIMS=(launch.rows - 1).bit_length() + log_lp, LOG_LP=log_lp)
+    if fused:
+        splits, chunk = split_columns(vocab, launch.block, launch.splits)
+        _processors_kernel[(row_blocks, splits + 1)](
+            logits, out, *operands, lists, tickets, *scalars, chunk, *flags, listed,
+            BLOCK=launch.block, SLOTS=SLOTS, BIAS_SLOTS=BIAS_SLOTS, APPLY=APPLY,
+            STAGES=launch.stages, num_warps=launch.warps, **constants)
+        return out
+
+    def dense():
+        launch_dense(logits, out, operands[7] if allowed_bitmask is not None else None,
+                     widths[1], launch.rows, launch.block, launch.warps)
+
+    def sparse(direct: bool):
+        sparse_kernel[(row_blocks,)](
+            logits, out, *operands, lists, *scalars, *flags, SLOTS=SLOTS,
+            BIAS_SLOTS=BIAS_SLOTS, DIRECT=direct, num_warps=sparse_warps, **constants)
+
+    sparse_warps = launch.sparse_warps or sort_warps(history)
+    if not (sorting or widths[0] or widths[2]):
+        dense()                          # nothing sparse to do: the bitmask (or nothing)
+    elif launch.design == "serial":
+        dense()
+        sparse(True)                     # after the dense writes, in stream order
+    else:
+        if logits.device.type == "cuda":
+            main, side = torch.cuda.current_stream(logits.device), side_stream(logits.device)
+            side.wait_stream(main)
+            with torch.cuda.stream(side):
+                sparse(False)
+            dense()
+            main.wait_stream(side)
+        else:
+            sparse(False)
+            dense()
+        apply_kernel[(row_blocks,)](out, lists, batch, vocab, widths[0], widths[2], listed,
+                                    R=launch.rows, LOG_LP=log_lp, APPLY=APPLY,
+                                    num_warps=sparse_warps)
     return out
 
 
@@ -258,12 +289,16 @@ def logits_processors_triton(logits, token_ids, num_prompt_tokens, *, repetition
 
 
 def with_launch(block: int = GPU.block, warps: int = GPU.warps, stages: int = GPU.stages,
-                programs_per_sm: int = GPU_PROGRAMS_PER_SM):
-    """``logits_processors_triton`` under other GPU launch settings (``bench --launch``): the
-    dense ``block`` width, ``warps``, the dense loop's ``stages`` and ``programs_per_sm``
-    (the split); the interpreter takes its own blocks."""
+                programs_per_sm: int = GPU_PROGRAMS_PER_SM, design: str = GPU.design,
+                sparse_warps: int = GPU.sparse_warps):
+    """``logits_processors_triton`` under other GPU launch settings (``bench --launch``):
+    the ``design`` (serial, overlap, fused); the dense kernel's ``block`` (columns a
+    program) and ``warps``; the sparse kernels' ``sparse_warps`` (0: by the history);
+    design fused only: ``stages`` (its dense loop's) and ``programs_per_sm`` (its row
+    split), ``warps`` then the one kernel's. The interpreter takes its own blocks."""
     return functools.partial(logits_processors_launch,
-                             gpu=Launch(block=block, warps=warps, stages=stages),
+                             gpu=Launch(block=block, warps=warps, stages=stages, design=design,
+                                        sparse_warps=sparse_warps),
                              programs_per_sm=programs_per_sm)
 
 

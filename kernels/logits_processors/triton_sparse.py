@@ -1,11 +1,14 @@
 """The sparse half of triton-logits-processors: the value of every token the sparse
-processors touch (history, bias and stop ids), computed from the logits into per-row lists,
-and those lists written over the dense result.
+processors touch (history, bias and stop ids), computed from the logits, and written over
+the dense result: directly (``sparse_kernel`` with DIRECT, launched after the dense kernel),
+or through per-row lists (``sparse_kernel`` beside the dense kernel, then ``apply_kernel``;
+or the fused kernel's ticket holder, ``apply_lists``).
 
 A row's lists live in an int32 scratch of 4 LP + 2 NB + S words (LP the history bucket):
 words [0, 2 LP) are the counting's work space, then the history's tokens and values (LP
 each; token -1 where a key writes nothing), the bias ids and values (NB each), the stop ids
-(S; -1 where the row is past min_tokens). Values are float32 bits.
+(S; -1 where the row is past min_tokens). Values are float32 bits. With DIRECT only the
+work space is used.
 
 Output counts without a [B, V] table: the row's history as keys 2 t + o (o = 1 at output
 positions; padding and ids >= V get BIG, after every token), sorted by a bitonic network on
@@ -95,11 +98,12 @@ def penalised(v, seen, count, rep, freq, pres):
 
 
 @triton.jit
-def list_history(logits_ptr, ids_ptr, mask_ptr, lists, rows64, row_ok, prompt, V, L, W,
-                 stride, rep, freq, pres, HAS_MASK: tl.constexpr, DIMS: tl.constexpr,
-                 LOG_LP: tl.constexpr):
-    """The history's list (tokens and values, no bias); returns (sorted keys [R, LP],
-    output length [R, 1])."""
+def list_history(logits_ptr, ids_ptr, mask_ptr, lists, out_rows, rows64, row_ok, prompt, V,
+                 L, W, stride, rep, freq, pres, HAS_MASK: tl.constexpr, DIMS: tl.constexpr,
+                 LOG_LP: tl.constexpr, DIRECT: tl.constexpr):
+    """The history's list (tokens and values, no bias), or with DIRECT its values written
+    at ``out_rows`` + token ([R, 1] pointers); returns (sorted keys [R, LP], output length
+    [R, 1])."""
     LP: tl.constexpr = 1 << LOG_LP
     at = tl.arange(0, LP)[None, :]
     ids = tl.load(ids_ptr + rows64 * L + at, mask=row_ok[:, None] & (at < L), other=-1)
@@ -112,17 +116,20 @@ def list_history(logits_ptr, ids_ptr, mask_ptr, lists, rows64, row_ok, prompt, V
     v = penalised(x.to(tl.float32), last, count, rep, freq, pres)
     allowed = allowed_by_bitmask(mask_ptr, rows64, token, W, last, HAS_MASK)
     v = tl.where(allowed, v, float("-inf"))
-    tl.store(lists + 2 * LP + at, tl.where(last, token, -1))
-    tl.store(lists + 3 * LP + at, v.to(tl.int32, bitcast=True))
+    if DIRECT:
+        tl.store(out_rows + token, v, mask=last)
+    else:
+        tl.store(lists + 2 * LP + at, tl.where(last, token, -1))
+        tl.store(lists + 3 * LP + at, v.to(tl.int32, bitcast=True))
     return keys, output_length
 
 
 @triton.jit
-def list_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, lists, rows64, row_ok,
-              first, V, NB, W, stride, rep, freq, pres, PENALTIES: tl.constexpr,
-              HAS_MASK: tl.constexpr, SLOTS: tl.constexpr):
+def list_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, lists, out_rows, rows64,
+              row_ok, first, V, NB, W, stride, rep, freq, pres, PENALTIES: tl.constexpr,
+              HAS_MASK: tl.constexpr, SLOTS: tl.constexpr, DIRECT: tl.constexpr):
     """Bias slots [first, first + SLOTS): each biased token's whole value, x + b, then the
-    penalties (count and seen by comparison with every key)."""
+    penalties (count and seen by comparison with every key), listed or (DIRECT) written."""
     slot = first + tl.arange(0, SLOTS)[None, :]
     inside = row_ok[:, None] & (slot < NB)
     token = tl.load(bias_ids_ptr + rows64 * NB + slot, mask=inside, other=-1).to(tl.int32)
@@ -137,25 +144,33 @@ def list_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, lists, rows64,
         v = penalised(v, seen, count, rep, freq, pres)
     allowed = allowed_by_bitmask(mask_ptr, rows64, token, W, live, HAS_MASK)
     v = tl.where(allowed, v, float("-inf"))
-    tl.store(lists + slot, tl.where(live, token, -1), mask=inside)
-    tl.store(lists + NB + slot, v.to(tl.int32, bitcast=True), mask=inside)
+    if DIRECT:
+        tl.store(out_rows + token, v, mask=live)
+    else:
+        tl.store(lists + slot, tl.where(live, token, -1), mask=inside)
+        tl.store(lists + NB + slot, v.to(tl.int32, bitcast=True), mask=inside)
 
 
 @triton.jit
-def list_stop(stop_ptr, lists, rows64, row_ok, early, first, V, S, SLOTS: tl.constexpr):
+def list_stop(stop_ptr, lists, out_rows, rows64, row_ok, early, first, V, S,
+              SLOTS: tl.constexpr, DIRECT: tl.constexpr):
     """Stop slots [first, first + SLOTS): the token where its row is ``early`` (output
-    shorter than min_tokens), else -1."""
+    shorter than min_tokens), else -1; with DIRECT, -inf written at the tokens hit."""
     slot = first + tl.arange(0, SLOTS)[None, :]
     inside = row_ok[:, None] & (slot < S)
     token = tl.load(stop_ptr + rows64 * S + slot, mask=inside, other=-1)
     hit = early & (token >= 0) & (token < V)
-    tl.store(lists + slot, tl.where(hit, token, -1).to(tl.int32), mask=inside)
+    if DIRECT:
+        tl.store(out_rows + token, tl.full(token.shape, float("-inf"), tl.float32), mask=hit)
+    else:
+        tl.store(lists + slot, tl.where(hit, token, -1).to(tl.int32), mask=inside)
 
 
 @triton.jit
 def history_length(ids_ptr, rows64, row_ok, L, counted, R: tl.constexpr,
                    SLOTS: tl.constexpr):
-    """int32 [R, 1]: the ids >= 0 among the first ``counted`` of each row's L."""
+    """int32 [R, 1]: the ids >= 0 among the first ``counted`` of each row's L, SLOTS a step
+    (the history bucket: one step)."""
     length = tl.zeros([R, 1], tl.int32)
     for first in range(0, counted, SLOTS):
         at = first + tl.arange(0, SLOTS)[None, :]
@@ -185,3 +200,98 @@ def apply_stop(out_ptr, tokens, rows64, row_ok, count, V, CHUNK: tl.constexpr):
         token = tl.load(tokens + at, mask=inside, other=-1)
         tl.store(out_ptr + rows64 * V + token, tl.full(token.shape, float("-inf"), tl.float32),
                  mask=inside & (token >= 0))
+
+
+@triton.jit
+def list_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr,
+                bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, lists, rows, B, V, L, NB,
+                W, S, stride, has_rep, has_freq, has_pres, counted, PENALTIES: tl.constexpr,
+                HAS_MASK: tl.constexpr, R: tl.constexpr, DIMS: tl.constexpr,
+                LOG_LP: tl.constexpr, SLOTS: tl.constexpr, BIAS_SLOTS: tl.constexpr,
+                DIRECT: tl.constexpr):
+    """The rows' touched tokens, history, then bias, then stop ids: listed in ``lists``
+    ([R, 1] pointers to each row's words), or with DIRECT written into ``out`` in that
+    order (a barrier between the phases: a later one overwrites an earlier one's tokens)."""
+    LP: tl.constexpr = 1 << LOG_LP
+    row_ok = rows < B
+    rows64 = rows.to(tl.int64)[:, None]
+    out_rows = out_ptr + rows64 * V
+    none = rows * 0          # flags as row vectors: the penalties absent stay neutral
+    rep = tl.load(rep_ptr + rows, mask=row_ok & (none + has_rep != 0), other=1.0)[:, None]
+    freq = tl.load(freq_ptr + rows, mask=row_ok & (none + has_freq != 0), other=0.0)[:, None]
+    pres = tl.load(pres_ptr + rows, mask=row_ok & (none + has_pres != 0), other=0.0)[:, None]
+    prompt = tl.load(prompt_ptr + rows, mask=row_ok, other=0).to(tl.int32)[:, None]
+    if PENALTIES:
+        keys, output_length = list_history(logits_ptr, ids_ptr, mask_ptr, lists, out_rows,
+                                           rows64, row_ok, prompt, V, L, W, stride, rep, freq,
+                                           pres, HAS_MASK, DIMS, LOG_LP, DIRECT)
+    else:
+        keys = tl.full([R, 1], BIG, tl.int32)          # no history to compare with
+        output_length = history_length(ids_ptr, rows64, row_ok, L, counted, R, LP) - prompt
+    if DIRECT:
+        tl.debug_barrier()                             # the history's stores land first
+    for first in range(0, NB, BIAS_SLOTS):
+        list_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, lists + 4 * LP,
+                  out_rows, rows64, row_ok, first, V, NB, W, stride, rep, freq, pres,
+                  PENALTIES, HAS_MASK, BIAS_SLOTS, DIRECT)
+    if DIRECT:
+        tl.debug_barrier()                             # then the biased tokens'
+    least = tl.load(min_ptr + rows, mask=row_ok & (none + S > 0), other=0)[:, None]
+    for first in range(0, S, SLOTS):
+        list_stop(stop_ptr, lists + 4 * LP + 2 * NB, out_rows, rows64, row_ok,
+                  output_length < least, first, V, S, SLOTS, DIRECT)
+
+
+@triton.jit
+def apply_lists(out_ptr, lists, rows64, row_ok, listed, V, NB, S, LOG_LP: tl.constexpr,
+                APPLY: tl.constexpr):
+    """The rows' lists written over ``out``: history, then bias, then stop tokens, a barrier
+    between them (a later list overwrites an earlier one's tokens)."""
+    LP: tl.constexpr = 1 << LOG_LP
+    apply_list(out_ptr, lists + 2 * LP, lists + 3 * LP, rows64, row_ok, listed, V, APPLY)
+    tl.debug_barrier()
+    apply_list(out_ptr, lists + 4 * LP, lists + 4 * LP + NB, rows64, row_ok, NB, V, APPLY)
+    tl.debug_barrier()
+    apply_stop(out_ptr, lists + 4 * LP + 2 * NB, rows64, row_ok, S, V, APPLY)
+
+
+@triton.jit
+def sparse_kernel(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr,
+                  bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, lists_ptr, B, V, L, NB,
+                  W, S, stride, has_rep, has_freq, has_pres, counted,
+                  PENALTIES: tl.constexpr, HAS_MASK: tl.constexpr, R: tl.constexpr,
+                  DIMS: tl.constexpr, LOG_LP: tl.constexpr, SLOTS: tl.constexpr,
+                  BIAS_SLOTS: tl.constexpr, DIRECT: tl.constexpr):
+    """R rows a program: ``list_sparse`` from the ORIGINAL logits. DIRECT (design serial,
+    launched after the dense kernel): the final values written into ``out`` over the dense
+    ones. Else (design overlap, beside the dense kernel): the lists left in the scratch for
+    ``apply_kernel``.
+
+    Memory traffic a row: the history (8 L bytes), the logits and bitmask words at the
+    touched ids (gathers: L + NB of 32-byte sectors), the per-row inputs and bias and stop
+    ids; 16 LP bytes of work space written and read back (L2); with DIRECT, one float32
+    store per distinct touched token. Latency bound: at L 2048 (8 warps, one row a
+    program, 256 programs: one wave on 132 SMs) about 10-15 us, the bitonic sort's 66
+    compare-exchange steps (~3 us) and ~8 dependent global round trips (ids, sort work
+    space twice, logits and bitmask gathers, bias ids then their logits, stop ids)."""
+    rows = tl.program_id(0) * R + tl.arange(0, R)
+    lists = lists_ptr + rows.to(tl.int64)[:, None] * ((4 << LOG_LP) + 2 * NB + S)
+    list_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr,
+                bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, lists, rows, B, V, L, NB,
+                W, S, stride, has_rep, has_freq, has_pres, counted, PENALTIES, HAS_MASK, R,
+                DIMS, LOG_LP, SLOTS, BIAS_SLOTS, DIRECT)
+
+
+@triton.jit
+def apply_kernel(out_ptr, lists_ptr, B, V, NB, S, listed, R: tl.constexpr,
+                 LOG_LP: tl.constexpr, APPLY: tl.constexpr):
+    """R rows a program: the lists ``sparse_kernel`` left (DIRECT off) written over ``out``
+    once the dense kernel has written it (stream order).
+
+    Memory traffic a row: 8 LP + 8 NB + 4 S bytes of lists read (L2), one float32 store per
+    listed token. At L 2048: ~2-3 us (two dependent round trips, launch included)."""
+    rows = tl.program_id(0) * R + tl.arange(0, R)
+    row_ok = rows < B
+    rows64 = rows.to(tl.int64)[:, None]
+    apply_lists(out_ptr, lists_ptr + rows64 * ((4 << LOG_LP) + 2 * NB + S), rows64, row_ok,
+                listed, V, NB, S, LOG_LP, APPLY)
