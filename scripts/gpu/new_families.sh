@@ -6,11 +6,12 @@
 #     is read on the host, so no CUDA graph);
 #   logits-processors: `check --budget standard`, the self-test (clean kernels at quick,
 #     each mutant at its budget), the bench at 256x151936x2048 and 32x128256x1024 with the
-#     read ceiling, and the launch sweep of LP_LAUNCHES (bench --launch, one per line).
+#     read ceiling, and two launch sweeps of the Triton kernel (its designs serial, overlap
+#     and fused with two sparse_warps; the dense kernel's block and warps).
 # Every step prints its exit code and seconds (scripts/gpu/steps.sh); summary.txt holds the
 # verdicts, the seconds per check and the tables; all logs and reports go into one archive,
 # $OUT/new-families.tar.gz (a device call brings back at most 8 files).
-# Usage: [DEADLINE=540] [LP_LAUNCHES="design=fused"] bash scripts/gpu/new_families.sh
+# Usage: [DEADLINE=540] bash scripts/gpu/new_families.sh
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/gpu-env.sh
@@ -49,14 +50,13 @@ step lp-selftest 150 $H selftest logits-processors --device cuda --report-dir "$
 step lp-bench 60 $H bench logits-processors --device cuda --cuda-graph --ceiling --repeat 2 \
   --calls 30 --shape 256x151936x2048:all --shape 256x151936x2048:dense \
   --shape 32x128256x1024:all --report-dir "$out/lp-bench"
-while read -r settings; do
-  [ -n "$settings" ] || continue
-  # shellcheck disable=SC2086  # settings: key=value words
-  step "lp-launch-${settings//[^a-z0-9]/_}" 40 $H bench logits-processors --device cuda \
-    --cuda-graph --ceiling --repeat 2 --calls 30 --kernel triton-logits-processors \
-    --shape 256x151936x2048:all --shape 256x151936x2048:dense \
-    $(printf -- '--launch %s ' $settings) --report-dir "$out/lp-launch-${settings//[^a-z0-9]/_}"
-done <<< "${LP_LAUNCHES:-}"
+step lp-designs 70 $H bench logits-processors --device cuda --cuda-graph --ceiling --repeat 2 \
+  --calls 30 --kernel triton-logits-processors --shape 256x151936x2048:all \
+  --shape 32x128256x1024:all --launch design=serial,overlap,fused --launch sparse_warps=0,16 \
+  --report-dir "$out/lp-designs"
+step lp-dense 50 $H bench logits-processors --device cuda --cuda-graph --ceiling --repeat 2 \
+  --calls 30 --kernel triton-logits-processors --shape 256x151936x2048:dense \
+  --launch block=2048,4096,8192 --launch warps=4,8 --report-dir "$out/lp-dense"
 
 {
   echo "commit $(git log -1 --format=%h 2>/dev/null || cat COMMIT 2>/dev/null)"
@@ -66,7 +66,7 @@ done <<< "${LP_LAUNCHES:-}"
   for name in tree-selftest lp-selftest; do
     echo "== $name"; grep -h '^|' "$out/$name/selftest.md" 2>/dev/null || tail -5 "$out/$name.log"
   done
-  for name in tree-bench lp-bench lp-launch-*; do
+  for name in tree-bench lp-bench lp-designs lp-dense; do
     [ -f "$out/$name.log" ] || continue
     echo "== $name"; grep -E '^\||^\[|^device' "$out/$name.log"
   done
