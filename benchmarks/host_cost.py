@@ -1,8 +1,6 @@
 """Where the host's time goes in one eager call of each Triton kernel (CUDA): the whole call
-as the wrappers make it (their launches through kernels/direct_launch.py) and with that
-launcher turned off (every launch through ``kernel[grid]``), how many of the call's launches
-took the direct path, whether the two calls' outputs are equal bit for bit (same seed),
-each of its Triton launches replayed alone through Triton's launch path (``kernel[grid]``),
+as the wrappers make it, each of its Triton launches replayed alone through Triton's launch
+path (``kernel[grid]``),
 and the same launch made directly through the compiled kernel's launcher, with the tensors
 as Triton passes them (the launcher asks the driver about every pointer) and with their
 addresses as ints (no such query). A direct launch's output is checked against the call's.
@@ -17,7 +15,6 @@ Prints one Markdown table of the launches, one of torch's small host costs, and 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import io
 import pstats
@@ -28,10 +25,7 @@ import torch
 from sampling_harness.bench.timing import host_us
 from sampling_harness.families import FAMILIES
 from sampling_harness.families.loader import load
-from sampling_harness.kernels import direct_launch as launcher
 from sampling_harness.kernels.split_scratch import stream_handle
-
-launcher.ENABLED = True      # measure the direct path (off by default until measured)
 
 REPS = 200
 KERNELS = {"sample": "triton-exact", "logprobs": "triton-logprobs",
@@ -102,46 +96,6 @@ def direct_launch(jit, grid, args, kwargs, compiled, ints: bool):
     return launch
 
 
-@contextlib.contextmanager
-def through_triton():
-    """Every launch of the wrappers through ``kernel[grid]`` (the direct launcher off)."""
-    site = launcher._site
-    launcher._site = lambda kernel: None
-    try:
-        yield
-    finally:
-        launcher._site = site
-
-
-def direct_launches(call) -> int:
-    """How many launches of one ``call()`` took the direct path (a held kernel's launcher)."""
-    count = []
-    original = launcher._Site.launch
-
-    def counted(self, *args):
-        count.append(1)
-        return original(self, *args)
-
-    launcher._Site.launch = counted
-    try:
-        call()
-    finally:
-        launcher._Site.launch = original
-    return len(count)
-
-
-def same_outputs(call) -> bool:
-    """Whether a call through the direct launcher and one through ``kernel[grid]`` (same
-    inputs and seed) write equal outputs, bit for bit (NaN where NaN)."""
-    direct = [t.clone() for t in outputs(call())]
-    with through_triton():
-        triton_path = [t.clone() for t in outputs(call())]
-    torch.cuda.synchronize()
-    return all(a.dtype == b.dtype and a.shape == b.shape and torch.equal(
-        a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
-        for a, b in zip(direct, triton_path, strict=True))
-
-
 def outputs(result) -> list[torch.Tensor]:
     return [t for t in (result if isinstance(result, (tuple, list)) else [result])
             if isinstance(t, torch.Tensor)]
@@ -172,20 +126,14 @@ def measure(family: str, kernel: str, shape: str, device: torch.device) -> str:
 
     for _ in range(3):
         call()
-    with Recorder() as rec, through_triton():     # every launch seen by JITFunction.run
+    with Recorder() as rec:                       # every launch seen by JITFunction.run
         result = call()
     torch.cuda.synchronize()
     whole = host_us(call, REPS)
-    with through_triton():
-        call()
-        whole_triton = host_us(call, REPS)
-    used = direct_launches(call)
-    same = same_outputs(call)
     bare = [lambda r=r: r[0][r[1]](*r[2], **r[3]) for r in rec.seen]
     tensors = [direct_launch(*r, ints=False) for r in rec.seen]
     ints = [direct_launch(*r, ints=True) for r in rec.seen]
-    cells = [f"{whole:.1f}", f"{whole_triton:.1f}", f"{used}/{len(rec.seen)}",
-             "yes" if same else "NO"]
+    cells = [f"{whole:.1f}", str(len(rec.seen))]
     for group in (bare, tensors, ints):
         try:
             cells.append(f"{sum(host_us(f, REPS) for f in group):.1f}")
@@ -248,10 +196,9 @@ def main() -> None:
     args = parser.parse_args()
     device = torch.device("cuda")
     print(f"{torch.cuda.get_device_name(device)}: host us per call (mean of {REPS})")
-    print("| kernel | shape | launches | whole call (direct launcher) | whole call "
-          "(kernel[grid]) | direct / launches | outputs equal | kernel[grid] | direct | "
-          "direct, int pointers | direct = call |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| kernel | shape | kernels | whole call | launches | kernel[grid] | launcher | "
+          "launcher, int pointers | launcher = call |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for family in args.families.split(","):
         for kernel in (KERNELS[family], *ALSO.get(family, ())):
             for shape in args.shapes.split(","):

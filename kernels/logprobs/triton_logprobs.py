@@ -59,7 +59,6 @@ import torch
 import triton
 import triton.language as tl
 
-from sampling_harness.kernels.direct_launch import launch
 from sampling_harness.kernels.logprobs.rank_fold import (
     LOWEST,
     fold,
@@ -285,7 +284,7 @@ def run_plan(plan: Plan | None, logits: torch.Tensor, token_ids: torch.Tensor, m
     args = (logits, token_ids, cutoff, t, tickets, partials, values, ranks, batch, vocab, slots,
             logits.stride(0), plan.chunk, plan.limit, int(logprobs), int(processed))
     if device.type == "cuda":
-        launch(_logprobs_kernel, (plan.row_blocks, plan.splits), *args, **plan.constexprs)
+        _logprobs_kernel[(plan.row_blocks, plan.splits)](*args, **plan.constexprs)
     else:     # a CPU computes e^-|z - m| from m = LOWEST in numpy, which warns on overflow
         with np.errstate(over="ignore"):
             _logprobs_kernel[(plan.row_blocks, plan.splits)](*args, **plan.constexprs)

@@ -44,7 +44,6 @@ import torch
 import triton
 import triton.language as tl
 
-from sampling_harness.kernels.direct_launch import launch
 from sampling_harness.kernels.meta import per_request_seeds
 from sampling_harness.kernels.rejection.request_layout import (
     POSITION_BITS,
@@ -384,8 +383,7 @@ def rejection_exact(draft_token_ids: torch.Tensor, num_draft_tokens, draft_probs
     tickets, best, part = split_scratch(
         "triton-rejection", device, plan.row_blocks, plan.splits * batch,
         (torch.float32, torch.int64)) if plan.splits > 1 else (out, out, out)
-    launch(
-        _rejection_kernel, (plan.row_blocks, plan.splits),
+    _rejection_kernel[(plan.row_blocks, plan.splits)](
         out, dense(draft_token_ids), layout[0], layout[1], draft, target,
         dense(bonus_token_ids), dense(greedy), best, part, tickets, seed, batch, width, vocab,
         target.stride(0), plan.n_chunks, int(draft_probs is not None), plan.per_split,

@@ -26,7 +26,6 @@ import torch
 import triton
 import triton.language as tl
 
-from sampling_harness.kernels.direct_launch import launch
 from sampling_harness.kernels.meta import per_request_seeds
 from sampling_harness.kernels.sample.triton_race import float32_rows
 from sampling_harness.kernels.split_scratch import (
@@ -172,8 +171,7 @@ def inverse_cdf(probs: torch.Tensor, seed, *, chunk: int = GPU_CHUNK, warps: int
     else:
         sums = torch.empty(batch * chunks, dtype=torch.float64, device=probs.device)
         tickets = sums
-    launch(
-        _inverse_cdf_kernel, (row_blocks, splits),
+    _inverse_cdf_kernel[(row_blocks, splits)](
         probs, ids, sums, tickets, seed, batch, vocab, probs.stride(0), chunks, per_split,
         splits, BLOCK_R=block_r, W=w, NC=next_power_of_2(chunks), SPLIT=splits > 1,
         STAGES=stages, num_warps=warps)

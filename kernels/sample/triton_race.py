@@ -27,7 +27,6 @@ import torch
 import triton
 import triton.language as tl
 
-from sampling_harness.kernels.direct_launch import launch
 from sampling_harness.kernels.meta import per_request_seeds
 from sampling_harness.kernels.split_scratch import (
     cdiv,
@@ -299,8 +298,7 @@ def race_exact(probs: torch.Tensor, seed, *, warps: int = GPU_WARPS,
     tickets, best, part = split_scratch(
         "triton-exact", probs.device, row_blocks, splits * batch, (torch.float32, torch.int64)
     ) if splits > 1 else (ids, ids, ids)
-    launch(
-        _race_kernel, (row_blocks, splits),
+    _race_kernel[(row_blocks, splits)](
         probs, ids, best, part, tickets, seed, batch, vocab, probs.stride(0), chunks,
         per_split, splits, BLOCK_R=block_r, Q=q, SPLIT=splits > 1, STAGES=stages,
         UNROLL=unroll, num_warps=warps)

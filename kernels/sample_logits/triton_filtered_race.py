@@ -44,7 +44,6 @@ import torch
 import triton
 import triton.language as tl
 
-from sampling_harness.kernels.direct_launch import launch
 from sampling_harness.kernels.meta import per_request_seeds
 from sampling_harness.kernels.sample_logits import triton_row_fallback as fallback
 from sampling_harness.kernels.sample_logits import triton_top_k_select as select
@@ -120,8 +119,7 @@ def group_maxima(logits, temperature, top_k, top_p, *, group_block: int = GPU_GR
         block_r = max(1, min(next_power_of_2(batch), CPU_TILE // (block_g * width)))
     else:
         block_r, block_g = 1, max(1, group_block // width)
-    launch(
-        _group_max, (cdiv(batch, block_r), cdiv(count, block_g)),
+    _group_max[(cdiv(batch, block_r), cdiv(count, block_g))](
         logits, temperature, top_k, top_p, *buffers[:3], batch, vocab, logits.stride(0),
         count, BLOCK_R=block_r, BLOCK_G=block_g, S=width, num_warps=warps)
     return buffers

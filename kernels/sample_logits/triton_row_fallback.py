@@ -36,7 +36,6 @@ import torch
 import triton
 import triton.language as tl
 
-from sampling_harness.kernels.direct_launch import launch
 from sampling_harness.kernels.sample.triton_race import publish_split
 from sampling_harness.kernels.sample_logits.race_noise import finite_or_masked, scores
 from sampling_harness.kernels.sample_logits.triton_top_k_select import ordered, value_of_key
@@ -268,8 +267,7 @@ def fallback_race(logits, temperature, top_k, top_p, unresolved, ids, seed, *,
     tickets, best, part = split_scratch(
         "triton-sample-logits-fallback", device, row_blocks, splits * batch,
         (torch.float32, torch.int64)) if splits > 1 else (ids, ids, ids)
-    launch(
-        _fallback_race, (row_blocks, splits),
+    _fallback_race[(row_blocks, splits)](
         logits, temperature, top_k, top_p, unresolved, ids, best, part, tickets, seed, batch,
         vocab, logits.stride(0), per_split, splits, BLOCK_R=block_r, BLOCK=block,
         SEARCH=search, SPLIT=splits > 1, num_warps=warps)

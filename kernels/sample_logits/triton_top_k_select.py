@@ -39,7 +39,6 @@ import torch
 import triton
 import triton.language as tl
 
-from sampling_harness.kernels.direct_launch import launch
 from sampling_harness.kernels.sample_logits.race_noise import finite_or_masked, scores
 from sampling_harness.kernels.split_scratch import cdiv, next_power_of_2, split_scratch
 
@@ -334,8 +333,7 @@ def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, k
                                           per_launch * CMAX.value,
                                           (torch.float32, torch.int32, torch.int32))
     for row0 in range(0, batch, per_launch):
-        launch(
-            _select_race, (cdiv(min(per_launch, batch - row0), block_r),),
+        _select_race[(cdiv(min(per_launch, batch - row0), block_r),)](
             logits, maxima, masses, bad, temperature, top_k, top_p, groups, vals, cols, ids,
             unresolved, seed, row0, batch, vocab, count, logits.stride(0), kmax,
             NUCLEUS_GROUPS, BLOCK_R=block_r, GP=gp, S=width, GB=gb, SMALL=small, NMAX=nmax,
