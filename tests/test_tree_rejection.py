@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sampling_harness.errors import KernelFailure
 from sampling_harness.kernels.mutants import tree_rejection_mutants
@@ -14,6 +16,7 @@ from sampling_harness.kernels.tree_rejection.torch_tree_rejection import (
     Draws,
     Pieces,
     counter_draws,
+    deepest,
     tree_rejection_torch,
     tree_verify,
 )
@@ -231,3 +234,163 @@ def test_the_bench_floor_counts_one_row_per_listed_request_and_more_when_drawn()
     drawn["greedy"][:] = False
     assert floor_bytes(drawn) > floor_bytes(listed)
     assert floor_bytes(drawn) < 8 * 257 * 4 * 2 * 9
+
+
+@st.composite
+def ragged_batches(draw) -> tuple[dict, int]:
+    """(inputs, seed): 0 to 5 requests of 0 to 12 nodes (parents any earlier node or the
+    root), -1 padding after each request's last node and up to two slots more, listed
+    (distinct siblings) or drawn (siblings may repeat), greedy and random mixed."""
+    drawn = draw(st.booleans())
+    vocab = draw(st.sampled_from([16, 2100]))
+    sizes = draw(st.lists(st.integers(0, 12), max_size=5))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    requests = []
+    for n in sizes:
+        parents = [int(rng.integers(-1, i)) for i in range(n)]
+        tokens = np.zeros(n, np.int64)
+        for i, parent in enumerate(parents):
+            taken = {int(tokens[j]) for j in range(i) if parents[j] == parent}
+            tokens[i] = rng.choice([t for t in range(vocab) if drawn or t not in taken])
+        target = rng.dirichlet(np.ones(vocab), size=n + 1).astype(np.float32) + 1e-6
+        requests.append({"parents": np.array(parents, np.int64), "tokens": tokens,
+                         "target": target / target.sum(1, keepdims=True),
+                         "draft": rng.dirichlet(np.ones(vocab), size=n + 1).astype(np.float32),
+                         "greedy": bool(rng.random() < 0.3)})
+    inputs = stack(requests, vocab, CPU, drawn)
+    pad = draw(st.integers(0, 2))
+    for name, fill in (("draft_token_ids", -1), ("parent_ids", -1)):
+        inputs[name] = torch.nn.functional.pad(inputs[name], (0, pad), value=fill)
+    for name in ("target_probs", "draft_probs"):
+        if inputs[name] is not None:
+            inputs[name] = torch.cat([inputs[name], inputs[name][:, -1:].expand(
+                -1, pad, -1)], dim=1).contiguous()
+    return inputs, draw(st.integers(0, 2**31 - 1))
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@given(ragged_batches())
+def test_the_triton_kernel_finds_the_deepest_path_itself(case):
+    """The width D + 1 comes from the kernel's own walk over the parent links (one read of
+    D after the launch): ``deepest``'s, also with requests of no nodes and -1 padding; the
+    path written as it is accepted, then the last token and -1; the slow path (more
+    children than the program holds: ``kids=1``) gives the same rows."""
+    inputs, seed = case
+    out = call(tree_rejection_triton, inputs, seed)
+    width = deepest(inputs["parent_ids"], inputs["draft_token_ids"]) + 1
+    assert out.shape == (inputs["greedy"].shape[0], width) and out.is_contiguous()
+    if out.shape[0]:
+        validate_output(out, inputs)
+    slow = tree_rejection_triton(*(inputs[name] for name in NAMES), seed, kids=1)
+    assert torch.equal(out, slow)
+
+
+@pytest.mark.parametrize("mode", ["listed", "drawn"])
+def test_the_children_held_in_registers_mask_what_the_slot_loop_masks(mode):
+    """Listed: the last node's children gathered across blocks of slots (N = 40, V = 6000,
+    three chunks) and masked in the chunks that hold them give the rows of the slot loop
+    (kids=1), with 2, 16 or 64 held; drawn ignores them."""
+    torch.manual_seed(1)
+    inputs = bench_batch(f"12x40x6000:{mode}", CPU)
+    inputs["greedy"][::5] = True
+    rows = [tree_rejection_triton(*(inputs[name] for name in NAMES), 7, kids=kids)
+            for kids in (1, 2, 16, 64)]
+    validate_output(rows[0], inputs)
+    assert all(torch.equal(rows[0], other) for other in rows[1:])
+    star = {**inputs, "parent_ids": torch.full_like(inputs["parent_ids"], -1),
+            "draft_token_ids": torch.randperm(6000)[:40].expand(12, 40).contiguous()}
+    rows = [tree_rejection_triton(*(star[name] for name in NAMES), 7, kids=kids)
+            for kids in (16, 64)]                           # 40 children: slow, then held
+    validate_output(rows[0], star)
+    assert torch.equal(rows[0], rows[1])
+
+
+@pytest.mark.parametrize("chunk", [0, 2])
+def test_the_children_are_masked_in_every_quarter_of_a_chunk(chunk):
+    """Listed: three children of the root holding 0.6 of its row, in one quarter of one
+    chunk (V = 6000: chunks of 2048 columns); where all are rejected, the last token is
+    drawn without them (the validator fails a child's token), as the slot loop draws it."""
+    vocab, quarter = 6000, 512
+    for k in range(4):
+        first = chunk * 4 * quarter + k * quarter + 7
+        target = torch.full((vocab,), 0.4 / (vocab - 3))
+        target[first:first + 3] = 0.2
+        inputs = {"draft_token_ids": torch.arange(first, first + 3).expand(16, 3).contiguous(),
+                  "parent_ids": torch.full((16, 3), -1, dtype=torch.int64), "draft_probs": None,
+                  "target_probs": target.expand(16, 4, vocab).contiguous(),
+                  "greedy": torch.zeros(16, dtype=torch.bool)}
+        out = validate_output(call(tree_rejection_triton, inputs, k), inputs)
+        assert (out[:, 0] < first).any() or (out[:, 0] >= first + 3).any()
+        slow = tree_rejection_triton(*(inputs[name] for name in NAMES), k, kids=1)
+        assert torch.equal(out, slow)
+
+
+def test_the_children_are_gathered_across_blocks_of_slots():
+    """Listed, N = 40: six children of the root at slots 0, 15, 16, 31, 32 and 39 (across
+    the blocks of 16 slots the kernel gathers them in), the others under slot 0, whose
+    token has probability 0; the children hold 0.6 of the root's row, so most rows that
+    stop at the root would draw one, were one of them left unmasked."""
+    vocab, slots = 300, (0, 15, 16, 31, 32, 39)
+    parents = torch.zeros(40, dtype=torch.int64)
+    parents[list(slots)] = -1
+    parents[0] = -1
+    tokens = torch.randperm(vocab, generator=torch.Generator().manual_seed(2))[:40]
+    target = torch.full((41, vocab), 1.0 / vocab)
+    target[0] = 0.4 / (vocab - 6)
+    target[0, tokens[list(slots[1:])]] = 0.12
+    target[0, tokens[0]] = 0.0
+    inputs = {"draft_token_ids": tokens.expand(32, 40).contiguous(),
+              "parent_ids": parents.expand(32, 40).contiguous(), "draft_probs": None,
+              "target_probs": target.expand(32, 41, vocab).contiguous(),
+              "greedy": torch.zeros(32, dtype=torch.bool)}
+    rows = [tree_rejection_triton(*(inputs[name] for name in NAMES), 5, kids=kids)
+            for kids in (16, 8, 4)]                          # 6 children: held, held, slow
+    validate_output(rows[0], inputs)
+    assert all(torch.equal(rows[0], other) for other in rows[1:])
+
+
+@pytest.mark.parametrize("drawn", [False, True])
+def test_no_requests_or_no_nodes_give_one_column(drawn):
+    empty = {"draft_token_ids": torch.zeros((0, 3), dtype=torch.int64),
+             "parent_ids": torch.zeros((0, 3), dtype=torch.int64),
+             "draft_probs": torch.full((0, 4, 5), 0.2) if drawn else None,
+             "target_probs": torch.full((0, 4, 5), 0.2),
+             "greedy": torch.zeros(0, dtype=torch.bool)}
+    assert call(tree_rejection_triton, empty, 1).shape == (0, 1)
+    rootless = {**empty, "draft_token_ids": torch.zeros((3, 0), dtype=torch.int64),
+                "parent_ids": torch.zeros((3, 0), dtype=torch.int64),
+                "draft_probs": torch.full((3, 1, 5), 0.2) if drawn else None,
+                "target_probs": torch.full((3, 1, 5), 0.2),
+                "greedy": torch.tensor([False, True, False])}
+    out = validate_output(call(tree_rejection_triton, rootless, 1), rootless)
+    assert out.shape == (3, 1) and out[1].item() == 0           # greedy: the first maximum
+
+
+def test_a_greedy_row_takes_the_first_maximum_across_chunks():
+    """The greedy pass keeps a running maximum per column position and takes the least
+    column holding the row's maximum: ties within and across chunks (V = 5001, three
+    chunks), an all-zero row (column 0)."""
+    gen = torch.Generator().manual_seed(4)
+    target = torch.rand((8, 1, 5001), generator=gen)
+    for b in range(7):
+        target[b, 0, torch.randint(0, 5001, (b % 3 + 1,), generator=gen)] = 2.0
+    target[3, 0, [4097, 2060, 12]] = 3.0                # 2060 and 12: one position
+    target[7] = 0.0
+    empty = torch.zeros((8, 0), dtype=torch.int64)
+    inputs = {"draft_token_ids": empty, "parent_ids": empty, "draft_probs": None,
+              "target_probs": target, "greedy": torch.ones(8, dtype=torch.bool)}
+    out = call(tree_rejection_triton, inputs, 0)
+    assert out[:, 0].tolist() == target[:, 0].argmax(dim=1).tolist()
+    assert out[3, 0] == 12 and out[7, 0] == 0
+
+
+def test_the_triton_kernel_keeps_its_one_line_errors():
+    tokens = torch.zeros((2, 3), dtype=torch.int64)
+    target = torch.full((2, 4, 5), 0.2)
+    greedy = torch.zeros(2, dtype=torch.bool)
+    with pytest.raises(ValueError, match="int64 \\[B, N\\]"):
+        tree_rejection_triton(tokens.int(), tokens, None, target, greedy, 0)
+    with pytest.raises(ValueError, match="N\\+1=4"):
+        tree_rejection_triton(tokens, tokens, None, target[:, :3], greedy, 0)
+    with pytest.raises(ValueError, match="greedy must be bool"):
+        tree_rejection_triton(tokens, tokens, None, target, greedy.int(), 0)
