@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One device call (DEADLINE seconds, default 540) for issues 39 and 41:
+#   1. bench of triton-logits-processors' designs serial and overlap (CUDA graphs, ceiling)
+#      at 256x151936x2048:all and 32x128256x1024:all;
+#   2. `check logits-processors --budget standard` on the default kernel (design serial) and
+#      on design overlap (scripts/gpu/lp_overlap.py:overlap), side by side;
+#   3. `mutate` at quick on the Triton kernels in MUTATE_KERNELS (default triton-exact and
+#      triton-tree-rejection), N mutants each (default 12), in the time left
+#      (scripts/gpu/mutate.sh, its archive $OUT/mutate.tar.gz).
+# summary.txt and the archives come back in $OUT.
+set -u
+cd "$(dirname "$0")/../.."
+source scripts/gpu-env.sh
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+out=/tmp/call3; rm -rf "$out"; mkdir -p "$out"
+start=$(date +%s)
+deadline=${DEADLINE:-540}
+source scripts/gpu/steps.sh
+STEP_TAIL=12
+H="python3 -m sampling_harness"
+step lp-designs 60 $H bench logits-processors --device cuda --cuda-graph --ceiling --repeat 2 \
+  --calls 30 --kernel triton-logits-processors --shape 256x151936x2048:all \
+  --shape 32x128256x1024:all --launch design=serial,overlap --report-dir "$out/lp-designs"
+step lp-standard 190 $H check logits-processors --budget standard --device cuda \
+  --kernel triton-logits-processors --kernel scripts/gpu/lp_overlap.py:overlap \
+  --report-dir "$out/lp-standard"
+{
+  echo "commit $(cat COMMIT 2>/dev/null)"
+  echo "== lp-designs"; grep -E '^\||^\[|^device' "$out/lp-designs.log"
+  echo "== lp-standard"; grep -E "^sampling-harness: |^\[" "$out/lp-standard.log"
+} > "$OUT/summary.txt" 2>&1
+cat "$OUT/summary.txt"
+tar -czf "$OUT/call3.tar.gz" -C /tmp call3
+left=$(( deadline - ($(date +%s) - start) - 15 ))
+if [ "$left" -gt 60 ]; then
+  KERNELS="${MUTATE_KERNELS:-triton-exact triton-tree-rejection}" N=${N:-12} DEADLINE=$left \
+    NO_INSTALL=1 bash scripts/gpu/mutate.sh
+fi
+echo "total $(( $(date +%s) - start )) s"
