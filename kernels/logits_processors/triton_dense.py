@@ -24,7 +24,9 @@ import triton
 import triton.language as tl
 
 
-@triton.jit
+# V and the row stride stay specialised (V % 16 == 0 lets the loads and stores go as
+# vectors); the batch, the bitmask's width and the grid's shape do not
+@triton.jit(do_not_specialize=["B", "W", "column_blocks"])
 def dense_kernel(logits_ptr, out_ptr, mask_ptr, B, V, W, stride, column_blocks,
                  HAS_MASK: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr):
     """Program p: rows [R (p // column_blocks), + R), columns [BLOCK (p % column_blocks),

@@ -255,7 +255,10 @@ def apply_lists(out_ptr, lists, rows64, row_ok, listed, V, NB, S, LOG_LP: tl.con
     apply_stop(out_ptr, lists + 4 * LP + 2 * NB, rows64, row_ok, S, V, APPLY)
 
 
-@triton.jit
+# sizes and flags are not specialised: a batch's shapes and processors must not each cost a
+# compile (the gathers a row makes gain nothing from knowing them)
+@triton.jit(do_not_specialize=["B", "V", "L", "NB", "W", "S", "stride", "has_rep", "has_freq",
+                               "has_pres", "counted"])
 def sparse_kernel(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr,
                   bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, lists_ptr, B, V, L, NB,
                   W, S, stride, has_rep, has_freq, has_pres, counted,
@@ -282,7 +285,7 @@ def sparse_kernel(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, p
                 DIMS, LOG_LP, SLOTS, BIAS_SLOTS, DIRECT)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["B", "V", "NB", "S", "listed"])
 def apply_kernel(out_ptr, lists_ptr, B, V, NB, S, listed, R: tl.constexpr,
                  LOG_LP: tl.constexpr, APPLY: tl.constexpr):
     """R rows a program: the lists ``sparse_kernel`` left (DIRECT off) written over ``out``
