@@ -2,7 +2,7 @@
 hand, its bitmask and min_tokens conventions, the bound that tells float32 from bfloat16
 arithmetic, and both kernels (Triton through the interpreter on a CPU) against the
 reference on random batches, the Triton kernel also in each of its designs (serial,
-overlap, fused) with rows split across programs, bit for bit alike."""
+overlap) with rows split across programs, bit for bit alike."""
 
 from __future__ import annotations
 
@@ -99,18 +99,6 @@ def _launched(batch, launch) -> torch.Tensor:
                                         **{name: inputs[name] for name in OPTIONS})
 
 
-@pytest.mark.parametrize("splits, block", [(3, 32), (7, 16)])
-def test_triton_fused_rows_split_across_programs_write_their_own_columns(splits, block):
-    """Design fused, forced CPU launches of several programs a row: each program's sparse
-    phase writes only the tokens of its own columns, so the result is the same as one
-    program a row (and as the default design's)."""
-    batch = random_batch(4, 4, 257, 48, torch.float32, words=7)
-    split = _launched(batch, tlp.Launch(block=block, warps=4, rows=2, splits=splits,
-                                        design="fused"))
-    _agrees(batch, split)
-    assert torch.equal(split, _call(tlp.logits_processors_triton, batch.inputs))
-
-
 DESIGN_CASES = [(7, 3, 257, 300, torch.bfloat16, 64, 2), (8, 5, 131, 40, torch.float32, 32, 4),
                 (9, 2, 100, 0, torch.float16, 64, 1)]
 
@@ -123,7 +111,7 @@ def test_triton_designs_agree_bit_for_bit(design, case):
     the default launch's bits; also with only the sparse processors that skip the sort (the
     stop tokens count the history), and with the bitmask alone (the dense kernel alone)."""
     seed, rows, vocab, history, dtype, block, per_program = case
-    launch = tlp.Launch(block=block, warps=4, rows=per_program, splits=3, design=design)
+    launch = tlp.Launch(block=block, warps=4, rows=per_program, design=design)
     for processors in (PROCESSORS, ("bias", "stop", "bitmask"), ("bitmask",)):
         batch = random_batch(seed, rows, vocab, history, dtype, processors=processors,
                              words=(vocab + 31) // 32 - 1)
@@ -169,10 +157,8 @@ def test_the_comparison_demands_minus_inf_exactly_and_finite_elsewhere():
         assert compare("x", batch, batch.inputs, wrong)["wrong"] == 1
 
 
-def test_history_buckets_and_column_splits():
+def test_history_buckets_and_the_widest_history():
     assert [tlp.history_bucket(n) for n in (0, 1, 32, 33, 2048, 4097)] == [5, 5, 5, 6, 11, 13]
-    assert tlp.split_columns(151936, 2048, 3) == (3, 51200)
-    assert tlp.split_columns(100, 64, 8) == (2, 64)
     with pytest.raises(ValueError, match="at most"):
         tlp.logits_processors_triton(torch.zeros(1, 4), torch.zeros(1, tlp.MAX_HISTORY + 1,
                                                                     dtype=torch.int64),

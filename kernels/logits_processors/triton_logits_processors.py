@@ -23,9 +23,9 @@ Designs (``Launch.design``), all with the same values:
   from the caller's, joined back, CUDA-graph capturable) while the dense kernel streams; then
   a small apply kernel writes the lists over the dense result: ~max(dense, sparse) + ~3 us,
   if the GPU schedules the two side by side (on a CPU: list, dense, apply in turn).
-- ``fused``: the earlier single launch (grid (row blocks, splits + 1): per row block one
-  program lists, ``splits`` programs stream a column chunk each, the last to take the row
-  block's ticket applies the lists), kept to compare on a GPU.
+The earlier single launch (a row block's listing program beside its column chunks, the
+last to take a ticket applying the lists) reached 42 % of the ceiling where serial reaches
+69 % and overlap 79 % (docs/measurements/bench.md): it was removed.
 
 All arithmetic in float32 (the contract grants 2^-21 of the terms' magnitudes: a few
 float32 roundings). A compiled kernel depends on the logits' dtype, whether a penalty or a
@@ -45,20 +45,14 @@ import functools
 from dataclasses import dataclass, replace
 
 import torch
-import triton
-import triton.language as tl
 
 from sampling_harness.kernels.logits_processors.triton_dense import launch_dense
 from sampling_harness.kernels.logits_processors.triton_sparse import (
-    allowed_by_bitmask,
     apply_kernel,
-    apply_lists,
-    list_sparse,
     sparse_kernel,
 )
 from sampling_harness.kernels.split_scratch import (
     cdiv,
-    multiprocessors,
     next_power_of_2,
     split_scratch,
 )
@@ -68,88 +62,33 @@ SMALLEST_SORT = 5                      # log2 of the narrowest sorted history co
 SLOTS = 16                             # stop ids a step
 BIAS_SLOTS = 8                         # biased tokens compared with every key a step
 APPLY = 1024                           # listed tokens written a step
-DESIGNS = ("serial", "overlap", "fused")
-
-
-@triton.jit
-def dense_chunk(logits_ptr, out_ptr, mask_ptr, rows64, row_ok, lo, hi, V, W, stride,
-                HAS_MASK: tl.constexpr, BLOCK: tl.constexpr, STAGES: tl.constexpr):
-    """Design fused: columns [lo, hi) of the rows, y = x (float32) where the bitmask allows
-    the token, else -inf, BLOCK columns a loop step."""
-    for start in tl.range(lo, hi, BLOCK, num_stages=STAGES):
-        cols = start + tl.arange(0, BLOCK)[None, :]
-        ok = row_ok[:, None] & (cols < hi)
-        x = tl.load(logits_ptr + rows64 * stride + cols, mask=ok, other=0.0).to(tl.float32)
-        allowed = allowed_by_bitmask(mask_ptr, rows64, cols, W, ok, HAS_MASK)
-        tl.store(out_ptr + rows64 * V + cols, tl.where(allowed, x, float("-inf")), mask=ok)
-
-
-@triton.jit
-def _processors_kernel(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr,
-                       bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, lists_ptr,
-                       tickets_ptr, B, V, L, NB, W, S, stride, CHUNK, has_rep, has_freq,
-                       has_pres, counted, listed, PENALTIES: tl.constexpr,
-                       HAS_MASK: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr,
-                       DIMS: tl.constexpr, LOG_LP: tl.constexpr, SLOTS: tl.constexpr,
-                       BIAS_SLOTS: tl.constexpr, APPLY: tl.constexpr, STAGES: tl.constexpr):
-    """Design fused: one launch, grid (row blocks, splits + 1)."""
-    rows = tl.program_id(0) * R + tl.arange(0, R)
-    row_ok = rows < B
-    rows64 = rows.to(tl.int64)[:, None]
-    lists = lists_ptr + rows64 * ((4 << LOG_LP) + 2 * NB + S)
-    # one program of each row block lists the sparse tokens, the others write a chunk each;
-    # which one turns with the row block, so every wave of programs holds a few of them
-    part = tl.program_id(1)
-    sparse = tl.program_id(0) % tl.num_programs(1)
-    if part == sparse:
-        list_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr,
-                    bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, lists, rows, B, V, L,
-                    NB, W, S, stride, has_rep, has_freq, has_pres, counted, PENALTIES,
-                    HAS_MASK, R, DIMS, LOG_LP, SLOTS, BIAS_SLOTS, False)
-    else:
-        lo = (part - (part > sparse).to(tl.int32)) * CHUNK
-        dense_chunk(logits_ptr, out_ptr, mask_ptr, rows64, row_ok, lo,
-                    tl.minimum(lo + CHUNK, V), V, W, stride, HAS_MASK, BLOCK, STAGES)
-
-    # the row block's last program writes the lists over the dense result, in order
-    tl.debug_barrier()                              # all threads' stores before the release
-    ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)        # acq_rel, gpu scope
-    if ticket == tl.num_programs(1) - 1:
-        tl.atomic_xchg(tickets_ptr + tl.program_id(0), 0)             # ready for the next call
-        apply_lists(out_ptr, lists, rows64, row_ok, listed, V, NB, S, LOG_LP, APPLY)
+DESIGNS = ("serial", "overlap")
 
 
 @dataclass(frozen=True)
 class Launch:
     """How the kernels are launched (``launch_for``: the defaults)."""
 
-    block: int                   # dense: columns a program (fused: columns a loop step)
-    warps: int                   # dense kernel's warps (fused: the one kernel's)
+    block: int                   # dense: columns a program
+    warps: int                   # dense kernel's warps
     rows: int = 1                # rows a program, every kernel (a power of two)
-    splits: int = 1              # fused: dense programs a row (capped by its blocks)
-    stages: int = 3              # fused: dense blocks in flight in Triton's pipelined loop
     design: str = "serial"       # DESIGNS (module docstring)
     sparse_warps: int = 0        # sparse and apply kernels' warps; 0: ``sort_warps``
 
 
 # the defaults of logits_processors_triton's keyword launch settings
-GPU = Launch(block=4096, warps=8, stages=3)
-GPU_PROGRAMS_PER_SM = 2                 # fused: programs per SM the row split aims at
+GPU = Launch(block=4096, warps=8)
 CPU_BLOCK, CPU_TILE = 2**14, 2**20      # CPU: columns a block at most; entries a program
 
 
-def launch_for(batch: int, vocab: int, history: int, device: torch.device, gpu: Launch = GPU,
-               programs_per_sm: int = GPU_PROGRAMS_PER_SM) -> Launch:
+def launch_for(batch: int, vocab: int, history: int, device: torch.device,
+               gpu: Launch = GPU) -> Launch:
     """GPU: ``gpu``, one row a program; the sparse kernel's warps by ``sort_warps`` unless
-    set; design fused: each row split for ``programs_per_sm`` programs per SM, the one
-    kernel's warps at least ``sort_warps``. CPU: ``gpu``'s design, one block a row up to
+    set. CPU: ``gpu``'s design, one block a row up to
     CPU_BLOCK columns, as many rows a program as CPU_TILE entries hold, 4 warps."""
     if gpu.design not in DESIGNS:
         raise ValueError(f"design {gpu.design!r} is none of {', '.join(DESIGNS)}")
     if device.type == "cuda":
-        if gpu.design == "fused":
-            return replace(gpu, rows=1, warps=max(gpu.warps, sort_warps(history)),
-                           splits=cdiv(programs_per_sm * multiprocessors(device), batch))
         return replace(gpu, rows=1, sparse_warps=gpu.sparse_warps or sort_warps(history))
     block = max(32, min(CPU_BLOCK, next_power_of_2(vocab)))
     widest = max(block, next_power_of_2(history))
@@ -168,14 +107,6 @@ def history_bucket(history: int) -> int:
     return max(SMALLEST_SORT, max(history - 1, 0).bit_length())
 
 
-def split_columns(vocab: int, block: int, wanted: int) -> tuple[int, int]:
-    """Design fused: (S, CHUNK), a row split into S chunks of whole blocks, at most
-    ``wanted``, none empty."""
-    blocks = cdiv(vocab, block)
-    chunk = cdiv(blocks, max(1, min(blocks, wanted))) * block
-    return cdiv(vocab, chunk), chunk
-
-
 _SIDE: dict = {}                        # design overlap: a side stream per device
 
 
@@ -192,17 +123,15 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
                              frequency_penalty=None, presence_penalty=None,
                              logit_bias_ids=None, logit_bias_values=None,
                              allowed_bitmask=None, stop_token_ids=None, min_tokens=None,
-                             launch: Launch | None = None, gpu: Launch = GPU,
-                             programs_per_sm: int = GPU_PROGRAMS_PER_SM) -> torch.Tensor:
-    """The contract's call under ``launch`` (None: ``launch_for``'s with ``gpu`` and
-    ``programs_per_sm``)."""
+                             launch: Launch | None = None, gpu: Launch = GPU) -> torch.Tensor:
+    """The contract's call under ``launch`` (None: ``launch_for``'s with ``gpu``)."""
     if logits.stride(1) != 1:
         logits = logits.contiguous()
     (batch, vocab), history = logits.shape, token_ids.shape[1]
     if vocab >= 2**29 or history > MAX_HISTORY:
         raise ValueError(f"V = {vocab} must be below 2^29 and L = {history} at most "
                          f"{MAX_HISTORY}")
-    launch = launch or launch_for(batch, vocab, history, logits.device, gpu, programs_per_sm)
+    launch = launch or launch_for(batch, vocab, history, logits.device, gpu)
     if launch.design not in DESIGNS:
         raise ValueError(f"design {launch.design!r} is none of {', '.join(DESIGNS)}")
     out = torch.empty((batch, vocab), dtype=torch.float32, device=logits.device)
@@ -225,22 +154,13 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
               allowed_bitmask.shape[1] if allowed_bitmask is not None else 0,
               stop_token_ids.shape[1] if stop else 0)
     row_words = (4 << log_lp) + 2 * widths[0] + widths[2]
-    fused = launch.design == "fused"
-    tickets, lists = split_scratch("triton-logits-processors", logits.device,
-                                   row_blocks if fused else 1,
-                                   row_blocks * launch.rows * row_words, (torch.int32,))
+    _, lists = split_scratch("triton-logits-processors", logits.device, 1,
+                             row_blocks * launch.rows * row_words, (torch.int32,))
     scalars = (batch, vocab, history, *widths, logits.stride(0))
     flags = (*(int(p) for p in penalties), history if stop else 0)
     listed = (1 << log_lp) if sorting else 0
     constants = dict(PENALTIES=sorting, HAS_MASK=allowed_bitmask is not None, R=launch.rows,
                      DIMS=(launch.rows - 1).bit_length() + log_lp, LOG_LP=log_lp)
-    if fused:
-        splits, chunk = split_columns(vocab, launch.block, launch.splits)
-        _processors_kernel[(row_blocks, splits + 1)](
-            logits, out, *operands, lists, tickets, *scalars, chunk, *flags, listed,
-            BLOCK=launch.block, SLOTS=SLOTS, BIAS_SLOTS=BIAS_SLOTS, APPLY=APPLY,
-            STAGES=launch.stages, num_warps=launch.warps, **constants)
-        return out
 
     def dense():
         launch_dense(logits, out, operands[7] if allowed_bitmask is not None else None,
@@ -288,18 +208,15 @@ def logits_processors_triton(logits, token_ids, num_prompt_tokens, *, repetition
         allowed_bitmask=allowed_bitmask, stop_token_ids=stop_token_ids, min_tokens=min_tokens)
 
 
-def with_launch(block: int = GPU.block, warps: int = GPU.warps, stages: int = GPU.stages,
-                programs_per_sm: int = GPU_PROGRAMS_PER_SM, design: str = GPU.design,
+def with_launch(block: int = GPU.block, warps: int = GPU.warps, design: str = GPU.design,
                 sparse_warps: int = GPU.sparse_warps):
     """``logits_processors_triton`` under other GPU launch settings (``bench --launch``):
-    the ``design`` (serial, overlap, fused); the dense kernel's ``block`` (columns a
-    program) and ``warps``; the sparse kernels' ``sparse_warps`` (0: by the history);
-    design fused only: ``stages`` (its dense loop's) and ``programs_per_sm`` (its row
-    split), ``warps`` then the one kernel's. The interpreter takes its own blocks."""
+    the ``design`` (serial, overlap); the dense kernel's ``block`` (columns a program) and
+    ``warps``; the sparse kernels' ``sparse_warps`` (0: by the history). The interpreter
+    takes its own blocks."""
     return functools.partial(logits_processors_launch,
-                             gpu=Launch(block=block, warps=warps, stages=stages, design=design,
-                                        sparse_warps=sparse_warps),
-                             programs_per_sm=programs_per_sm)
+                             gpu=Launch(block=block, warps=warps, design=design,
+                                        sparse_warps=sparse_warps))
 
 
 logits_processors_triton.with_launch = with_launch
