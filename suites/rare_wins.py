@@ -81,11 +81,30 @@ def scale_record(scale: float, vocab: int, mass: float, planned: int, found, alp
             "min_detectable_excess": min_detectable_excess(planned, mass, alpha_look, power)}
 
 
+FLOAT32_FLOOR_SCALE = 1e-8     # where noise wrong below about 2^-24 changes rare wins most
+
+
+def device_scales(ctx, scales) -> tuple:
+    """The budget's rarity scales, and on a GPU the scale 1e-8 where they stop at 1e-6 or
+    above 1e-8 (quick). A race whose noise is wrong below about 2^-24 changes the rare wins
+    by a large factor at 1e-8 and by little at 1e-6: float32 exponential noise (its 2^-24
+    floor) loses about 99 % of them, -log(1 - u) in float32 instead of -log1p(-u) (exactly 0
+    below 2^-25) gives several times too many. Without this scale only standard sees either.
+    On a GPU the ~1e10 tokens the scale costs at 100 expected events take seconds, so every
+    drawing path's quick run sees them; the interpreter on a CPU could not (its budgets stay
+    as declared). The scale takes its share of alpha like the others (Bonferroni)."""
+    scales = tuple(scales)
+    if ctx.device.type == "cuda" and FLOAT32_FLOOR_SCALE < min(scales) <= 1e-6:
+        scales += (FLOAT32_FLOOR_SCALE,)
+    return scales
+
+
 def scale_sweep(ctx, scales, expected: float, setup, cap: int | None = None):
     """The sequential test at every scale, alpha split over the scales (Bonferroni) and the
     looks. ``setup(scale)`` gives (exact event rate, tokens per trial, ``draw``); the planned
     trials make ``expected`` events under H0, at most ``cap``. Returns (records, alpha per
-    look)."""
+    look). ``scales``: ``device_scales`` of them."""
+    scales = device_scales(ctx, scales)
     alpha_look = looks_alpha(bonferroni(ctx.alpha, len(scales)), LOOKS)
     records = []
     for scale in scales:

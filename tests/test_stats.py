@@ -309,3 +309,20 @@ def test_chisquare_gof_with_no_bins_or_one_bin_is_no_evidence():
     counts, probs = np.array([3, 4]), np.array([0.5, 0.5])
     assert chisquare_gof(counts, probs, np.array([-1, -1])) == (0.0, 0, 1.0)
     assert chisquare_gof(counts, probs, np.array([0, 0])) == (0.0, 0, 1.0)
+
+
+def test_a_gpu_quick_tail_adds_the_float32_floor_scale():
+    """On a GPU a tail sweep that stops at 1e-6 (quick) also tests 1e-8, where noise wrong
+    below 2^-24 shows; a CPU keeps the budget's scales, and so does a sweep that already
+    reaches 1e-8 or stops above 1e-6."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from sampling_harness.suites.rare_wins import device_scales
+
+    gpu, cpu = (SimpleNamespace(device=torch.device(kind)) for kind in ("cuda", "cpu"))
+    assert device_scales(gpu, (1e-2, 1e-4, 1e-6)) == (1e-2, 1e-4, 1e-6, 1e-8)
+    assert device_scales(cpu, (1e-2, 1e-4, 1e-6)) == (1e-2, 1e-4, 1e-6)
+    assert device_scales(gpu, (1e-2, 1e-4, 1e-6, 1e-8)) == (1e-2, 1e-4, 1e-6, 1e-8)
+    assert device_scales(gpu, (1e-2,)) == (1e-2,)
