@@ -303,18 +303,21 @@ def test_the_law_test_of_a_call():
     def kernel(rekey, law_of=probs):
         return lambda p, seed: multinomial(law_of, rekey)(seed)
 
-    def test(mutant, seed=11, outcomes=4):
+    def test(mutant, seed=11, outcomes=4, draws=64):
         return law.law_test(family, kernel(lambda s: s), mutant, {"probs": probs}, seed,
-                            "fit/0", outcomes, draws=64)
+                            "fit/0", outcomes, draws=draws)
 
     def slow(p, seed):
         time.sleep(1.0)                                             # 64 x 1 s > 60 s
         return kernel(lambda s: s)(p, seed)
 
-    same = test(kernel(lambda s: s + 12345))
-    assert same["verdict"] == "same-law" and same["draws"] == 64
-    again = test(kernel(lambda s: s + 12345))                       # deterministic
+    same = test(kernel(lambda s: s + 12345), draws=4096)
+    assert same["verdict"] == "same-law" and same["draws"] == 4096 and same["tv"] <= law.MAX_TV
+    again = test(kernel(lambda s: s + 12345), draws=4096)           # deterministic
     assert {**same, "seconds": 0} == {**again, "seconds": 0}
+    weak = test(kernel(lambda s: s + 12345))            # 64 draws: not rejected, yet too weak
+    assert weak["verdict"] == "untested" and weak["tv"] > law.MAX_TV
+    assert weak["reason"].startswith("too weak to clear it")
     peaked = torch.eye(8)[:4]
     assert test(kernel(lambda s: s, peaked))["verdict"] == "differs"
     assert "would take" in test(slow)["reason"] and law.SECONDS < 64 * 1.0
@@ -393,7 +396,7 @@ def test_mutate_names_unknown_mutants_and_refuses_baselines(tmp_path):
 CI_PICKS = {   # outcome -> (module, function, original, replacement, text of its line)
     "killed": ("triton_race", "float32_rows", "!=", "==", "probs.dtype != torch.float32"),
     "equivalent": ("request_seeds", "request_seeds", "31", "32", "seed >= 2**31"),
-    "same-law": ("request_seeds", "fresh_for_unseeded", "1", "0", "2**31 - 1"),
+    "gap": ("request_seeds", "fresh_for_unseeded", "1", "0", "2**31 - 1"),
     "dead": ("triton_race", "_launch_shape", "*", "/", "programs_per_sm * multiprocessors"),
 }
 
@@ -421,21 +424,25 @@ def test_ci_case_triton_exact_at_smoke(tmp_path):
     report = json.loads((tmp_path / "report.json").read_text())
     assert {m["id"]: m["outcome"] for m in report["mutants"]} == wanted, out[-3000:]
     assert report["complete"] and report["score"]["killed"] == 1 and \
-        report["score"]["gaps"] == 0
-    same = next(m for m in report["mutants"] if m["outcome"] == "same-law")
-    assert same["check"] == same["gap"]["check"] and same["gap"]["differences"]
-    assert same["gap"]["original_repeats"] and same["gap"]["inputs"]["seed"]
-    tested = same["gap"]["law"]
-    assert tested["verdict"] == "same-law" and tested["draws"] == law.DRAWS["cpu"], tested
-    assert tested["p_value"] >= tested["alpha"] == law.ALPHA and tested["tv"] < 0.5
+        report["score"]["gaps"] == 1
+    # the fresh-seed range shifted by one: other tokens from the same law, but the law test
+    # on the CPU's 256 draws of a small call cannot clear it (it detects only a large total
+    # variation), so it stays a gap; on a GPU's 4096 draws it is same-law
+    # (docs/measurements/gpu.md)
+    gap = next(m for m in report["mutants"] if m["outcome"] == "gap")
+    assert gap["check"] == gap["gap"]["check"] and gap["gap"]["differences"]
+    assert gap["gap"]["original_repeats"] and gap["gap"]["inputs"]["seed"]
+    tested = gap["gap"]["law"]
+    assert tested["verdict"] == "untested" and tested["draws"] == law.DRAWS["cpu"], tested
+    assert tested["p_value"] >= tested["alpha"] == law.ALPHA and tested["tv"] > law.MAX_TV
+    assert "law not cleared, too weak to clear it" in gap["detail"]
     equivalent = next(m for m in report["mutants"] if m["outcome"] == "equivalent")
     assert equivalent["compared"] == report["original"]["calls"] > 20
     summary = (tmp_path / "summary.md").read_text()
-    assert "| triton-exact | smoke | cpu | 4 | 1 | 0 | 1 | 1 | 1 | 0 | 0 | 100.0 % (1/1;" in \
+    assert "| triton-exact | smoke | cpu | 4 | 1 | 1 | 0 | 1 | 1 | 0 | 0 | 50.0 % (1/2;" in \
         summary
     suite = ET.parse(tmp_path / "junit.xml").getroot()
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "0", "3")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "1", "2")
     page = (tmp_path / "report.html").read_text()
-    assert all(f'class="l o-{o}"' in page for o in ("killed", "same-law", "equivalent",
-                                                     "dead"))
+    assert all(f'class="l o-{o}"' in page for o in ("killed", "gap", "equivalent", "dead"))
     assert "score (killed / killed + gap)" in out

@@ -134,6 +134,8 @@ def survivor(mutant_id: str, site: Site, diff: dict, common: dict) -> Result:
                           check=gap.get("check"), compared=compared, gap=gap, **common)
         if law.get("verdict") == "differs":
             line += f"; the law differs: {describe(law)}"
+        elif law.get("verdict") == "untested" and law.get("p_value") is not None:
+            line += f"; law not cleared, {law.get('reason', '')}: {describe(law)}"
         elif law.get("verdict") == "untested":
             line += f"; law not tested: {describe(law)}"
         return Result(mutant_id, site, "gap", line, check=gap.get("check"),
