@@ -34,10 +34,9 @@ Each pass over a row (the residual's mass, the race's level 1, a greedy argmax) 
 software-pipelined loop of one chunk (4Q columns) per trip: on a GPU the next STAGES - 1
 chunks' loads are in flight while one is reduced, by the code that reduced one chunk at a
 time (same layouts, same float32 and float64 sums: the outputs are unchanged). The argmax
-keeps a running maximum per column position and reduces once. Listed children
-(kernels/tree_rejection/triton_children.py): the last node's children's tokens are
-gathered once into registers (at most KIDS; more take a loop over the node slots per
-quarter) and compared only with the chunks that hold one.
+keeps a running maximum per column position and reduces once. Listed children: the last
+node's children's tokens are gathered once into registers (at most KIDS; more take a loop
+over the node slots per quarter) and compared only with the chunks that hold one.
 
 Memory traffic per request: its N tokens and parents (16 N bytes), 12 N bytes of node
 path lengths (zeroed, written, read back), 16 N more for the last node's children
@@ -61,11 +60,6 @@ from sampling_harness.kernels.sample.triton_race import (
     race_chunk,
 )
 from sampling_harness.kernels.split_scratch import cdiv, next_power_of_2
-from sampling_harness.kernels.tree_rejection.triton_children import (
-    children_of,
-    without_children,
-    without_kids,
-)
 from sampling_harness.kernels.triton_seeds import philox_key, seed_argument
 
 COIN_BIT = tl.constexpr(1 << 60)     # coin counters: b 2^20 + index, bit 60 set
@@ -136,6 +130,50 @@ def row_argmax(target_ptr, rows, live, V, n_chunks, BLOCK_B: tl.constexpr, Q: tl
         top, at = keep_columns(top, at, p3, col0 + 3 * Q + j)
     best = tl.max(top, axis=1)
     return tl.min(tl.where(top == best[:, None], at, 2147483647), axis=1).to(tl.int64)
+
+
+@triton.jit
+def children_of(tokens_ptr, parents_ptr, base, ok, current, N, BLOCK_B: tl.constexpr,
+                K: tl.constexpr):
+    """(kids [BLOCK_B, K], count [BLOCK_B]): the tokens of the children of ``current`` in
+    slot order, -1 after the last (the first K kept), and how many there are."""
+    kids = tl.full([BLOCK_B, K], -1, tl.int64)
+    count = tl.zeros([BLOCK_B], tl.int32)
+    place = tl.arange(0, K)[None, None, :]
+    for s0 in range(0, N, K):
+        slot = s0 + tl.arange(0, K)[None, :]
+        inside = ok[:, None] & (slot < N)
+        token = tl.load(tokens_ptr + base[:, None] + slot, mask=inside, other=-1)
+        parent = tl.load(parents_ptr + base[:, None] + slot, mask=inside, other=-2)
+        child = (parent == current[:, None]) & (token >= 0)
+        at = count[:, None] + tl.cumsum(child.to(tl.int32), axis=1) - 1
+        moved = (child & (at < K))[:, :, None] & (at[:, :, None] == place)   # [B, slot, K]
+        kids = tl.where(tl.max(moved.to(tl.int32), axis=1) > 0,
+                        tl.sum(tl.where(moved, token[:, :, None], 0), axis=1), kids)
+        count += tl.sum(child.to(tl.int32), axis=1)
+    return kids, count
+
+
+@triton.jit
+def without_kids(p, cols, kids, K: tl.constexpr):
+    """p with 0 at the columns ``cols`` that are one of the ``kids`` (-1: none)."""
+    hit = cols < 0
+    for k in tl.static_range(K):
+        kid = tl.sum(tl.where(tl.arange(0, K)[None, :] == k, kids, 0), axis=1)
+        hit = hit | (cols == kid[:, None])
+    return tl.where(hit, 0.0, p)
+
+
+@triton.jit
+def without_children(p, cols, tokens_ptr, parents_ptr, base, ok, current, N):
+    """p with 0 at the tokens of the children of ``current``, every slot read (slow path)."""
+    hit = cols < 0
+    for n in range(0, N):
+        token = tl.load(tokens_ptr + base + n, mask=ok, other=-1)
+        parent = tl.load(parents_ptr + base + n, mask=ok, other=-2)
+        child = (parent == current) & (token >= 0)
+        hit = hit | ((cols == token[:, None]) & child[:, None])
+    return tl.where(hit, 0.0, p)
 
 
 @triton.jit
