@@ -88,8 +88,9 @@ def device_scales(ctx, scales) -> tuple:
     """The budget's rarity scales, and on a GPU the scale 1e-8 where they stop at 1e-6 or
     above 1e-8 (quick). A race whose noise is wrong below about 2^-24 changes the rare wins
     by a large factor at 1e-8 and by little at 1e-6: float32 exponential noise (its 2^-24
-    floor) loses about 99 % of them, -log(1 - u) in float32 instead of -log1p(-u) (exactly 0
-    below 2^-25) gives several times too many. Without this scale only standard sees either.
+    floor) loses about 99 % of them, and so does -log(1 - u) in float32 instead of
+    -log1p(-u) (q = -0.0 below u = 2^-25, a score of -inf; at least 2^-24 above). Without
+    this scale only standard sees either.
     On a GPU the ~1e10 tokens the scale costs at 100 expected events take seconds, so every
     drawing path's quick run sees them; the interpreter on a CPU could not (its budgets stay
     as declared). The scale takes its share of alpha like the others (Bonferroni)."""

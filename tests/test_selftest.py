@@ -56,6 +56,9 @@ def test_a_mutant_runs_on_its_checks_at_its_budget_or_higher():
     assert case.expected == {"fit_curated": "fail", "tail": "fail"}
     assert selftest.mutant_case("sample", "m", _meta(), "cpu", "smoke").budget == "quick"
     assert selftest.mutant_case("sample", "m", _meta(), "cpu", "standard").budget == "standard"
+    deeper_on_gpu = _meta(budget="standard", gpu_budget="quick")
+    assert selftest.mutant_case("sample", "m", deeper_on_gpu, "cpu").budget == "standard"
+    assert selftest.mutant_case("sample", "m", deeper_on_gpu, "cuda").budget == "quick"
     hangs = selftest.mutant_case("sample", "m", _meta(call_timeout=2.0), "cpu")
     assert hangs.args[-2:] == ("--call-timeout", "2.0")
 

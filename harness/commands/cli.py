@@ -227,7 +227,9 @@ def _describe(meta: dict) -> str:
         tool = f" (compute-sanitizer {meta['tool']})" if meta.get("tool") else ""
         devices = meta.get("devices", ["cpu", "cuda"])
         where = "" if set(devices) >= {"cpu", "cuda"} else f" on {', '.join(devices)}"
-        return (f"fails {', '.join(meta['caught_by'])} at {meta['budget']}{where}{tool}: "
+        gpu = meta.get("gpu_budget")
+        at = meta["budget"] + (f" ({gpu} on a GPU)" if gpu and gpu != meta["budget"] else "")
+        return (f"fails {', '.join(meta['caught_by'])} at {at}{where}{tool}: "
                 f"{meta['bug']}")
     if meta["role"] == "baseline":
         must = "; ".join(f"must fail {', '.join(checks)} on {device} from {budget}"

@@ -103,7 +103,7 @@ def mutant_case(family: str, name: str, meta: dict, device: str,
                 budget: str | None = None) -> Case:
     """The run of mutant ``name`` (``meta``: its ``sampling_harness`` metadata) on its
     checks, or why it cannot be caught on ``device``."""
-    own = meta["budget"]
+    own = (device == "cuda" and meta.get("gpu_budget")) or meta["budget"]
     if budget is None or BUDGET_NAMES.index(budget) < BUDGET_NAMES.index(own):
         budget = own
     tool, devices = meta.get("tool") or "", meta.get("devices") or list(DEVICES)

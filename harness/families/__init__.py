@@ -79,7 +79,8 @@ class Check:
 @dataclass(frozen=True)
 class Mutant:
     """A deliberately wrong kernel of a family, re-creating ``bug``: the checks ``caught_by``
-    must fail on it at ``budget`` and above, on ``devices``. ``target`` is its
+    must fail on it at ``budget`` and above, on ``devices`` (on a GPU from ``gpu_budget``
+    where set: a check that does more there, as the tail's 1e-8 scale). ``target`` is its
     ``package.module:attr``; ``tool`` names the compute-sanitizer tool that must catch it
     instead (a stray store), if any; ``call_timeout``, the seconds one call may take in the
     self-test (a mutant that hangs), None for the run's."""
@@ -92,6 +93,7 @@ class Mutant:
     tool: str = ""
     devices: tuple[str, ...] = ("cpu", "cuda")
     call_timeout: float | None = None
+    gpu_budget: str = ""
 
     @property
     def meta(self) -> dict:
@@ -99,7 +101,7 @@ class Mutant:
         (kernels/meta.py): what the registry, the self-test and ``list`` read."""
         return {"role": "mutant", "caught_by": list(self.caught_by), "budget": self.budget,
                 "bug": self.bug, "tool": self.tool, "devices": list(self.devices),
-                "call_timeout": self.call_timeout}
+                "call_timeout": self.call_timeout, "gpu_budget": self.gpu_budget}
 
 
 @dataclass(frozen=True)
@@ -128,11 +130,13 @@ class Family:
         checks = {c.name for c in self.checks}
         for mutant in self.mutants:
             unknown = sorted(set(mutant.caught_by) - checks)
-            if unknown or not mutant.caught_by or mutant.budget not in BUDGET_NAMES:
+            budgets = {mutant.budget, mutant.gpu_budget or mutant.budget}
+            if unknown or not mutant.caught_by or not budgets <= set(BUDGET_NAMES):
                 raise HarnessError(
                     f"mutant {mutant.name!r} of family {self.name!r} must be caught by checks "
                     f"the family declares (unknown: {unknown or 'none'}) at a budget in "
-                    f"{BUDGET_NAMES} (got {mutant.budget!r})")
+                    f"{BUDGET_NAMES} (got {mutant.budget!r}, on a GPU "
+                    f"{mutant.gpu_budget or mutant.budget!r})")
 
     @property
     def suite(self) -> str:

@@ -34,7 +34,7 @@ CHECKS = (
 
 MUTANTS = (
     Mutant("fp32-noise-floor", "sampling_harness.kernels.mutants.sample_mutants:noise_floor",
-           caught_by=("tail",), budget="standard",
+           caught_by=("tail",), budget="standard", gpu_budget="quick",
            bug=("float32 exponential noise floored at 2^-24: rare tokens far below the head never "
                 "win")),
     Mutant("topk-truncated", "sampling_harness.kernels.mutants.sample_mutants:topk_truncated",

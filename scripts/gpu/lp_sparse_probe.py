@@ -1,0 +1,83 @@
+"""Where the sparse half of triton-logits-processors spends its time (issue 39's last
+percent): CUDA-graph medians at the bench's 256x151936x2048:all batch of
+
+- the whole call (serial, overlap), the dense kernel alone, the sparse kernel alone;
+- the sparse kernel alone under a VARIANT: its warps (4, 8, 16, 32), Triton's own tl.sort
+  in place of the project's bitonic network, the sort left out (timing only: its values are
+  wrong), penalties only (no bias, no stop ids).
+
+One variant a process (a swapped jit helper must be the one compiled):
+    python3 scripts/gpu/lp_sparse_probe.py VARIANT     (VARIANT: base, warps=N, tl-sort,
+    no-sort, penalties-only)
+prints one line a timing: ``variant what ms``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+import sampling_harness.kernels.logits_processors.triton_logits_processors as lp
+import sampling_harness.kernels.logits_processors.triton_sparse as sparse
+from sampling_harness.suites.logits_processors.contract import bench_batch
+
+
+@triton.jit
+def builtin_sort(keys, DIMS: tl.constexpr, LOG: tl.constexpr):
+    return tl.sort(keys, dim=1)
+
+
+@triton.jit
+def no_sort(keys, DIMS: tl.constexpr, LOG: tl.constexpr):
+    return keys
+
+
+def graph_ms(fn) -> float:
+    return triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median")
+
+
+def main(variant: str) -> None:
+    inputs = bench_batch("256x151936x2048:all", torch.device("cuda"))
+    gpu = lp.GPU
+    if variant.startswith("warps="):
+        gpu = lp.Launch(block=gpu.block, warps=gpu.warps, sparse_warps=int(variant[6:]))
+    elif variant == "tl-sort":
+        sparse.bitonic_sort = builtin_sort
+    elif variant == "no-sort":
+        sparse.bitonic_sort = no_sort
+    elif variant == "penalties-only":
+        for name in ("logit_bias_ids", "logit_bias_values", "stop_token_ids", "min_tokens"):
+            inputs[name] = None
+    elif variant != "base":
+        raise SystemExit(f"unknown variant {variant}")
+
+    def call(design="serial"):
+        args = {k: v for k, v in inputs.items()}
+        return lp.logits_processors_launch(**args, gpu=lp.Launch(
+            block=gpu.block, warps=gpu.warps, design=design, sparse_warps=gpu.sparse_warps))
+
+    rows = []
+    if variant == "base":
+        rows.append(("whole serial", graph_ms(call)))
+        rows.append(("whole overlap", graph_ms(lambda: call("overlap"))))
+        out = torch.empty_like(inputs["logits"])
+        rows.append(("copy (ceiling)", graph_ms(lambda: out.copy_(inputs["logits"]))))
+    dense = lp.launch_dense
+    lp.launch_dense = lambda *a, **k: None          # the sparse kernel alone
+    rows.append(("sparse alone", graph_ms(call)))
+    lp.launch_dense = dense
+    if variant == "base":
+        class Skipped:
+            def __getitem__(self, grid):
+                return lambda *a, **k: None
+        lp.sparse_kernel = Skipped()
+        rows.append(("dense alone", graph_ms(call)))
+    for what, ms in rows:
+        print(f"{variant} {what} {ms:.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
