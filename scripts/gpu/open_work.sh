@@ -19,12 +19,9 @@ start=$(date +%s)
 deadline=${DEADLINE:-540}
 source scripts/gpu/steps.sh
 STEP_TAIL=12
-probe() {
-  for variant in base warps=4 warps=16 warps=32 tl-sort no-sort penalties-only; do
-    timeout 40 python3 scripts/gpu/lp_sparse_probe.py "$variant" 2>&1 | grep -v "^USDT" | tail -4
-  done
-}
-step lp-probe 120 probe
+step lp-probe 120 bash -c 'for variant in base warps=4 warps=16 warps=32 tl-sort no-sort \
+  penalties-only; do timeout 40 python3 scripts/gpu/lp_sparse_probe.py "$variant" 2>&1 \
+  | grep -v "^USDT" | tail -5; done'
 step lp-standard 270 python3 -m sampling_harness check logits-processors --budget standard \
   --device cuda --kernel triton-logits-processors --kernel scripts/gpu/lp_overlap.py:overlap \
   --report-dir "$out/lp-standard"
