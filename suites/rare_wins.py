@@ -82,45 +82,69 @@ def scale_record(scale: float, vocab: int, mass: float, planned: int, found, alp
 
 
 FLOAT32_FLOOR_SCALE = 1e-8     # where noise wrong below about 2^-24 changes rare wins most
+SHORT_ROW = 64                 # tokens of the short rows at that scale: one chunk, one tile
 
 
-def device_scales(ctx, scales) -> tuple:
-    """The budget's rarity scales, and on a GPU the scale 1e-8 where they stop at 1e-6 or
-    above 1e-8 (quick). A race whose noise is wrong below about 2^-24 changes the rare wins
-    by a large factor at 1e-8 and by little at 1e-6: float32 exponential noise (its 2^-24
-    floor) loses about 99 % of them, and so does -log(1 - u) in float32 instead of
-    -log1p(-u) (q = -0.0 below u = 2^-25, a score of -inf; at least 2^-24 above). Without
-    this scale only standard sees either.
-    On a GPU the ~1e10 tokens the scale costs at 100 expected events take seconds, so every
-    drawing path's quick run sees them; the interpreter on a CPU could not (its budgets stay
-    as declared). The scale takes its share of alpha like the others (Bonferroni)."""
-    scales = tuple(scales)
-    if ctx.device.type == "cuda" and FLOAT32_FLOOR_SCALE < min(scales) <= 1e-6:
-        scales += (FLOAT32_FLOOR_SCALE,)
-    return scales
+def device_scales(ctx, scales, short_rows: bool = True) -> tuple[tuple[float, int | None], ...]:
+    """The sweep's entries (scale, vocabulary cap; None: the family's own): the budget's
+    scales, and on a GPU, where they reach 1e-6, two more at 1e-8, where noise wrong below
+    about 2^-24 changes the rare wins by a large factor (float32 exponential noise, its
+    2^-24 floor, loses about 99 % of them, and so does -log(1 - u) in float32 for
+    -log1p(-u): q = -0.0 below u = 2^-25, a score of -inf, at least 2^-24 above):
+
+    - 1e-8 at the family's vocabulary, where the budget stops above it (quick);
+    - 1e-8 in short rows of SHORT_ROW tokens, a head and 63 rare tokens. A kernel that
+      races in two levels (chunks, then the tokens of the winning chunk) or tile by tile
+      draws a long row's rare tokens against one another, where no tiny variate is needed;
+      only the few that share the head's chunk or tile race it token by token, so wrong
+      token-level noise costs a long row about 2 % of its rare wins (undetectable), and a
+      short row, all one chunk, almost all of them.
+
+    On a GPU the ~1e10 tokens an entry costs at 100 expected events take seconds; the
+    interpreter on a CPU could not draw them (its budgets stay as declared). A family whose
+    contract takes a request at a time in Python (spec-decode's proposer) cannot make the
+    1.6e8 short rows in time either: ``short_rows`` False. The entries take their share of
+    alpha like the others (Bonferroni)."""
+    entries = tuple((scale, None) for scale in scales)
+    if ctx.device.type == "cuda" and min(scales) <= 1e-6:
+        if min(scales) > FLOAT32_FLOOR_SCALE:
+            entries += ((FLOAT32_FLOOR_SCALE, None),)
+        if short_rows:
+            entries += ((FLOAT32_FLOOR_SCALE, SHORT_ROW),)
+    return entries
 
 
-def scale_sweep(ctx, scales, expected: float, setup, cap: int | None = None):
-    """The sequential test at every scale, alpha split over the scales (Bonferroni) and the
-    looks. ``setup(scale)`` gives (exact event rate, tokens per trial, ``draw``); the planned
-    trials make ``expected`` events under H0, at most ``cap``. Returns (records, alpha per
-    look). ``scales``: ``device_scales`` of them."""
-    scales = device_scales(ctx, scales)
-    alpha_look = looks_alpha(bonferroni(ctx.alpha, len(scales)), LOOKS)
+def scale_sweep(ctx, scales, expected: float, setup, cap: int | None = None,
+                rare_tokens: bool = True, short_rows: bool = True):
+    """The sequential test at every entry of ``device_scales(ctx, scales, short_rows)`` (of
+    ``scales`` alone where the events are not ``rare_tokens`` of a row: accepted drafts), alpha
+    split over the entries (Bonferroni) and the looks. ``setup(scale, vocab)`` gives (exact
+    event rate, tokens per trial, ``draw``) at ``scale``, rows of at most ``vocab`` tokens
+    (None: the family's own cap); the planned trials make ``expected`` events under H0, at
+    most ``cap``. Returns (records, alpha per look)."""
+    entries = (device_scales(ctx, scales, short_rows) if rare_tokens
+               else tuple((scale, None) for scale in scales))
+    alpha_look = looks_alpha(bonferroni(ctx.alpha, len(entries)), LOOKS)
     records = []
-    for scale in scales:
-        mass, vocab, draw = setup(scale)
+    for scale, most in entries:
+        mass, vocab, draw = setup(scale, most)
         planned = math.ceil(expected / mass)
         planned = planned if cap is None else min(planned, cap)
         ctx.plan(ctx.shard.size(planned) * vocab)
         found = sequential_wins(draw, planned, mass, alpha_look, ctx.shard)
-        records.append(scale_record(scale, vocab, mass, planned, found, alpha_look,
-                                    ctx.budget.power))
+        records.append({**scale_record(scale, vocab, mass, planned, found, alpha_look,
+                                       ctx.budget.power), "short_row": most is not None})
     return records, alpha_look
 
 
+def scale_label(record: dict) -> str:
+    """``1e-06``, or ``1e-08 (V 64)`` for a short-row entry."""
+    short = record.get("short_row")
+    return f"{record['scale']:g}" + (f" (V {record['vocab']})" if short else "")
+
+
 def _rare_tokens(s: dict) -> str:
-    return (f"rare tokens at {s['scale']:g} x head won {s['rare_wins']} times in "
+    return (f"rare tokens at {scale_label(s)} x head won {s['rare_wins']} times in "
             f"{s['rows']:,} rows where {s['expected']:.1f} were expected")
 
 
@@ -137,7 +161,7 @@ def tail_outcome(ctx, scales: list[dict], alpha_look: float, law: str,
         message = f"{describe(s)} (p = {s['p_value']:.2g})"
     else:
         message = (f"{events} match {law} at scales "
-                   + ", ".join(f"{s['scale']:g}" for s in scales))
+                   + ", ".join(scale_label(s) for s in scales))
     return Outcome(not failed, message,
                    statistic=float(min(s["rare_wins"] / s["expected"] for s in scales)),
                    p_value=adjusted_p([s["p_value"] * LOOKS for s in scales]), alpha=ctx.alpha,

@@ -312,17 +312,22 @@ def test_chisquare_gof_with_no_bins_or_one_bin_is_no_evidence():
 
 
 def test_a_gpu_quick_tail_adds_the_float32_floor_scale():
-    """On a GPU a tail sweep that stops at 1e-6 (quick) also tests 1e-8, where noise wrong
-    below 2^-24 shows; a CPU keeps the budget's scales, and so does a sweep that already
-    reaches 1e-8 or stops above 1e-6."""
+    """On a GPU a tail sweep that reaches 1e-6 also tests 1e-8 at the family's vocabulary
+    (where it stops above it: quick) and 1e-8 in short rows of one chunk (64 tokens), where
+    noise wrong below 2^-24 shows in a kernel that races in chunks; a CPU keeps the
+    budget's scales, and so does a sweep that stops above 1e-6."""
     from types import SimpleNamespace
 
     import torch
 
-    from sampling_harness.suites.rare_wins import device_scales
+    from sampling_harness.suites.rare_wins import SHORT_ROW, device_scales
 
     gpu, cpu = (SimpleNamespace(device=torch.device(kind)) for kind in ("cuda", "cpu"))
-    assert device_scales(gpu, (1e-2, 1e-4, 1e-6)) == (1e-2, 1e-4, 1e-6, 1e-8)
-    assert device_scales(cpu, (1e-2, 1e-4, 1e-6)) == (1e-2, 1e-4, 1e-6)
-    assert device_scales(gpu, (1e-2, 1e-4, 1e-6, 1e-8)) == (1e-2, 1e-4, 1e-6, 1e-8)
-    assert device_scales(gpu, (1e-2,)) == (1e-2,)
+    family = [(1e-2, None), (1e-4, None), (1e-6, None)]
+    assert device_scales(gpu, (1e-2, 1e-4, 1e-6)) == (
+        *family, (1e-8, None), (1e-8, SHORT_ROW))
+    assert device_scales(gpu, (1e-2, 1e-4, 1e-6), short_rows=False) == (*family, (1e-8, None))
+    assert device_scales(cpu, (1e-2, 1e-4, 1e-6)) == tuple(family)
+    assert device_scales(gpu, (1e-2, 1e-4, 1e-6, 1e-8)) == (
+        *family, (1e-8, None), (1e-8, SHORT_ROW))
+    assert device_scales(gpu, (1e-2,)) == ((1e-2, None),)

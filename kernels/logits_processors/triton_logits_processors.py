@@ -74,6 +74,7 @@ class Launch:
     rows: int = 1                # rows a program, every kernel (a power of two)
     design: str = "serial"       # DESIGNS (module docstring)
     sparse_warps: int = 0        # sparse and apply kernels' warps; 0: ``sort_warps``
+    side_priority: int = -1      # overlap: the side stream's priority (-1 high, 0 normal)
 
 
 # the defaults of logits_processors_triton's keyword launch settings
@@ -110,13 +111,13 @@ def history_bucket(history: int) -> int:
 _SIDE: dict = {}                        # design overlap: a side stream per device
 
 
-def side_stream(device: torch.device) -> torch.cuda.Stream:
-    """The side stream of ``device``, made once (by the first call, before any capture), of
-    high priority: the sparse kernel's few programs are placed before the dense kernel's
-    pending ones."""
-    if device not in _SIDE:
-        _SIDE[device] = torch.cuda.Stream(device, priority=-1)
-    return _SIDE[device]
+def side_stream(device: torch.device, priority: int = -1) -> torch.cuda.Stream:
+    """The side stream of ``device`` at ``priority``, made once (by the first call, before
+    any capture); of high priority (-1), the sparse kernel's few programs are placed before
+    the dense kernel's pending ones."""
+    if (device, priority) not in _SIDE:
+        _SIDE[device, priority] = torch.cuda.Stream(device, priority=priority)
+    return _SIDE[device, priority]
 
 
 def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition_penalty=None,
@@ -179,7 +180,8 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
         sparse(True)                     # after the dense writes, in stream order
     else:
         if logits.device.type == "cuda":
-            main, side = torch.cuda.current_stream(logits.device), side_stream(logits.device)
+            main = torch.cuda.current_stream(logits.device)
+            side = side_stream(logits.device, launch.side_priority)
             side.wait_stream(main)
             with torch.cuda.stream(side):
                 sparse(False)
@@ -209,14 +211,15 @@ def logits_processors_triton(logits, token_ids, num_prompt_tokens, *, repetition
 
 
 def with_launch(block: int = GPU.block, warps: int = GPU.warps, design: str = GPU.design,
-                sparse_warps: int = GPU.sparse_warps):
+                sparse_warps: int = GPU.sparse_warps, side_priority: int = GPU.side_priority):
     """``logits_processors_triton`` under other GPU launch settings (``bench --launch``):
     the ``design`` (serial, overlap); the dense kernel's ``block`` (columns a program) and
-    ``warps``; the sparse kernels' ``sparse_warps`` (0: by the history). The interpreter
-    takes its own blocks."""
+    ``warps``; the sparse kernels' ``sparse_warps`` (0: by the history); with overlap, the
+    side stream's ``side_priority``. The interpreter takes its own blocks."""
     return functools.partial(logits_processors_launch,
                              gpu=Launch(block=block, warps=warps, design=design,
-                                        sparse_warps=sparse_warps))
+                                        sparse_warps=sparse_warps,
+                                        side_priority=side_priority))
 
 
 logits_processors_triton.with_launch = with_launch

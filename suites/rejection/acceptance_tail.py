@@ -111,7 +111,7 @@ def acceptance_tail(ctx) -> Outcome:
     ratios = budget.accept_ratios
     sweep = ctx if floor is None else _Share(ctx, ctx.alpha * len(ratios) / (len(ratios) + 1))
 
-    def setup(ratio):
+    def setup(ratio, _vocab):
         accept = ratio_rows(ratio)[2]
         planned = min(math.ceil(budget.accept_expected / accept), budget.accept_trials)
         inputs = ratio_batch(ratio, min(per_call, planned), ctx.device)
@@ -124,7 +124,7 @@ def acceptance_tail(ctx) -> Outcome:
         return accept, VOCAB, draw
 
     records, alpha_look = scale_sweep(sweep, ratios, budget.accept_expected, setup,
-                                      cap=budget.accept_trials)
+                                      cap=budget.accept_trials, rare_tokens=False)
     if floor is not None:
         accept = ratio_rows(FLOOR_RATIO)[2]
         planned = floor_requests(floor, accept, alpha_look, budget.power)

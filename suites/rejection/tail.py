@@ -24,17 +24,18 @@ import numpy as np
 import torch
 
 from sampling_harness.reference.rejection import residual
-from sampling_harness.suites.rare_wins import scale_sweep, tail_outcome
+from sampling_harness.suites.rare_wins import scale_label, scale_sweep, tail_outcome
 from sampling_harness.suites.sample.distributions import tail_row
 from sampling_harness.verdict import Outcome
 
 TAIL_MAX_VOCAB = 2**17
 
 
-def residual_tail(scale: float, seed: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+def residual_tail(scale: float, seed: int, vocab: int | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """(p, q, d, rare mask) over V = M + 2 tokens, float32 p and q: the draft d has p(d) = 0
     and q(d) = 1/2, the head q(head) = 1/2, the rare tokens q = 0."""
-    row, rare = tail_row(scale, TAIL_MAX_VOCAB - 1, seed)
+    row, rare = tail_row(scale, (vocab or TAIL_MAX_VOCAB) - 1, seed)
     d = int(np.random.default_rng(seed + 1).integers(row.size + 1))
     p = np.insert(row, d, 0.0).astype(np.float32)
     rare = np.insert(rare, d, False)
@@ -47,8 +48,8 @@ def residual_tail(scale: float, seed: int) -> tuple[np.ndarray, np.ndarray, int,
 def tail(ctx) -> Outcome:
     seeds = ctx.rank_seeds()
 
-    def setup(scale):
-        p, q, d, rare = residual_tail(scale, ctx.seed)
+    def setup(scale, vocab):
+        p, q, d, rare = residual_tail(scale, ctx.seed, vocab)
         rows = max(1, ctx.max_call_elements // p.size)
         inputs = {"draft_token_ids": torch.full((rows,), d, dtype=torch.int64, device=ctx.device),
                   "num_draft_tokens": [1] * rows,
@@ -69,7 +70,7 @@ def tail(ctx) -> Outcome:
                                      setup)
     return tail_outcome(ctx, scales, alpha_look, "the residual's exact rare mass",
                         describe=lambda s: (
-                            f"rare residual tokens at {s['scale']:g} x head were recovered "
+                            f"rare residual tokens at {scale_label(s)} x head were recovered "
                             f"{s['rare_wins']} times in {s['rows']:,} rejections where "
                             f"{s['expected']:.1f} were expected"),
                         events="rare recovered tokens")

@@ -26,8 +26,8 @@ TAIL_MAX_VOCAB = 2**17
 def tail(ctx) -> Outcome:
     seeds = ctx.rank_seeds()
 
-    def setup(scale):
-        row, rare = tail_row(scale, TAIL_MAX_VOCAB, ctx.seed)
+    def setup(scale, vocab):
+        row, rare = tail_row(scale, vocab or TAIL_MAX_VOCAB, ctx.seed)
         probs = torch.as_tensor(row, device=ctx.device).repeat(rows_per_call(ctx, row.size), 1)
         rare_t = torch.as_tensor(rare, device=ctx.device)
 

@@ -8,7 +8,8 @@ exercises them, and the sort of a sort-based kernel would make the CPU self-test
 float32 noise floor, 2.5e9 draws, take minutes.) The count of
 rare wins in n rows is Binomial(n, R), R the rare mass of the float64 processed law; the
 test is exact, equal-tailed and group-sequential (looks at 1/8, 1/4, 1/2 and all of the
-planned rows, each at alpha / 4). The planned n makes the expected rare wins
+planned rows, each at alpha / 4; on a GPU also at 1e-8 in short rows: rare_wins.py's
+``device_scales``). The planned n makes the expected rare wins
 ``budget.tail_expected``: noise with a floor q_min (float32 exponentials: 2^-24) loses the
 rare wins once r << q_min.
 """
@@ -20,9 +21,7 @@ import math
 import numpy as np
 import torch
 
-from sampling_harness.stats.binomial import looks_alpha
-from sampling_harness.stats.multiple import bonferroni
-from sampling_harness.suites.rare_wins import LOOKS, scale_record, sequential_wins, tail_outcome
+from sampling_harness.suites.rare_wins import scale_sweep, tail_outcome
 from sampling_harness.suites.sample.draws import rows_per_call
 from sampling_harness.suites.sample_logits.rows import Rows
 from sampling_harness.verdict import Outcome
@@ -32,9 +31,11 @@ JUNK = 16
 TEMPERATURE = 0.5
 
 
-def tail_rows(scale: float, seed: int, rare_mass: float = 0.01) -> tuple[Rows, np.ndarray]:
-    """(the row, its rare mask): M = rare_mass / scale rare tokens (capped)."""
-    rare = int(min(max(1, round(rare_mass / scale)), TAIL_MAX_VOCAB - 1 - JUNK))
+def tail_rows(scale: float, seed: int, vocab: int | None = None,
+              rare_mass: float = 0.01) -> tuple[Rows, np.ndarray]:
+    """(the row, its rare mask): M = rare_mass / scale rare tokens, capped so that the row
+    has at most ``vocab`` tokens (None: TAIL_MAX_VOCAB)."""
+    rare = int(min(max(1, round(rare_mass / scale)), (vocab or TAIL_MAX_VOCAB) - 1 - JUNK))
     vocab = rare + 1 + JUNK
     rng = np.random.default_rng(seed)
     slots = rng.permutation(vocab)
@@ -47,23 +48,19 @@ def tail_rows(scale: float, seed: int, rare_mass: float = 0.01) -> tuple[Rows, n
 
 
 def tail(ctx) -> Outcome:
-    budget = ctx.budget
-    alpha_look = looks_alpha(bonferroni(ctx.alpha, len(budget.tail_scales)), LOOKS)
-    seeds = ctx.seeds()
-    scales = []
-    for scale in budget.tail_scales:
-        rows, rare = tail_rows(scale, ctx.seed)
-        mass = float(np.sort(rows.law.probs[0][rare]).sum())
-        planned = math.ceil(budget.tail_expected / mass)
+    seeds = ctx.rank_seeds()
+
+    def setup(scale, vocab):
+        rows, rare = tail_rows(scale, ctx.seed, vocab)
         inputs = rows.inputs(ctx.device, rows_per_call(ctx, rows.vocab))
         rare_t = torch.as_tensor(rare, device=ctx.device)
 
-        def draw(count, inputs=inputs, rare_t=rare_t):
+        def draw(count):
             batch = {name: value[:count] for name, value in inputs.items()}
             ids = ctx.runner.call(batch, next(seeds))
             return int(rare_t[ids].sum()), batch["logits"].shape[0]
+        return float(np.sort(rows.law.probs[0][rare]).sum()), rows.vocab, draw
 
-        found = sequential_wins(draw, planned, mass, alpha_look)
-        scales.append(scale_record(scale, rows.vocab, mass, planned, found, alpha_look,
-                                   budget.power))
+    scales, alpha_look = scale_sweep(ctx, ctx.budget.tail_scales, ctx.budget.tail_expected,
+                                     setup)
     return tail_outcome(ctx, scales, alpha_look, "the processed law's rare mass")

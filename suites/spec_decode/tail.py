@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from sampling_harness.errors import KernelFailure
-from sampling_harness.suites.rare_wins import scale_sweep, tail_outcome
+from sampling_harness.suites.rare_wins import scale_label, scale_sweep, tail_outcome
 from sampling_harness.suites.sample.distributions import tail_row
 from sampling_harness.verdict import Outcome
 
@@ -42,7 +42,7 @@ def softmax64(logits: np.ndarray) -> np.ndarray:
 def tail(ctx) -> Outcome:
     seeds = ctx.rank_seeds()
 
-    def setup(scale):
+    def setup(scale, _vocab):
         row, rare = tail_row(scale, TAIL_MAX_VOCAB, ctx.seed)
         logits = np.log(row.astype(np.float64)).astype(np.float32)
         per_call = max(1, ctx.max_call_elements // row.size)
@@ -64,10 +64,10 @@ def tail(ctx) -> Outcome:
         return float(np.sum(np.sort(softmax64(logits)[rare]))), int(row.size), draw
 
     scales, alpha_look = scale_sweep(ctx, ctx.budget.tail_scales, ctx.budget.tail_expected,
-                                     setup)
+                                     setup, short_rows=False)
     return tail_outcome(ctx, scales, alpha_look, "the draft law's exact rare mass",
                         describe=lambda s: (
-                            f"rare draft tokens at {s['scale']:g} x head were proposed "
+                            f"rare draft tokens at {scale_label(s)} x head were proposed "
                             f"{s['rare_wins']} times in {s['rows']:,} drafts where "
                             f"{s['expected']:.1f} were expected"),
                         events="rare drafts")

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from sampling_harness.reference.tree_rejection import first_token_law
-from sampling_harness.suites.rare_wins import scale_sweep, tail_outcome
+from sampling_harness.suites.rare_wins import scale_label, scale_sweep, tail_outcome
 from sampling_harness.suites.sample.distributions import tail_row
 from sampling_harness.verdict import Outcome
 
@@ -30,9 +30,10 @@ TAIL_MAX_VOCAB = 2**17
 AGREE = 1e-6          # listed and drawn rare masses agree within this relative gap
 
 
-def tail_laws(scale: float, seed: int) -> tuple[np.ndarray, np.ndarray, int, int, np.ndarray]:
+def tail_laws(scale: float, seed: int, vocab: int | None = None
+              ) -> tuple[np.ndarray, np.ndarray, int, int, np.ndarray]:
     """(p, q, d, head, rare mask) over V = M + 2 tokens, float32 p and q."""
-    row, rare = tail_row(scale, TAIL_MAX_VOCAB - 1, seed)
+    row, rare = tail_row(scale, (vocab or TAIL_MAX_VOCAB) - 1, seed)
     d = int(np.random.default_rng(seed + 1).integers(row.size + 1))
     p = np.insert(row, d, 0.0).astype(np.float32)
     rare = np.insert(rare, d, False)
@@ -54,8 +55,8 @@ def rare_mass(p, q, d: int, rare: np.ndarray) -> float:
 def tail(ctx) -> Outcome:
     seeds = ctx.rank_seeds()
 
-    def setup(scale):
-        p, q, d, head, rare = tail_laws(scale, ctx.seed)
+    def setup(scale, vocab):
+        p, q, d, head, rare = tail_laws(scale, ctx.seed, vocab)
         vocab, device = p.size, ctx.device
         trees = max(1, ctx.max_call_elements // (2 * vocab))
         target = torch.as_tensor(p, device=device).expand(trees, 2, vocab).contiguous()
@@ -85,7 +86,7 @@ def tail(ctx) -> Outcome:
                                      setup)
     return tail_outcome(ctx, scales, alpha_look, "the target's exact rare mass",
                         describe=lambda s: (
-                            f"rare tokens at {s['scale']:g} x head were the first token "
+                            f"rare tokens at {scale_label(s)} x head were the first token "
                             f"{s['rare_wins']} times in {s['rows']:,} trees where "
                             f"{s['expected']:.1f} were expected"),
                         events="rare first tokens")

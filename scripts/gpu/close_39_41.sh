@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The GPU runs that close issues 39 and 41, in two device calls (PART=1, PART=2; DEADLINE,
+# default 540 s):
+#   PART=1  issue 39: the designs and sparse-kernel settings of triton-logits-processors at
+#           the bench's target shape (graph replay, % of ceiling); issue 41: `mutate` at
+#           quick on triton-rejection and triton-sample-logits (12 mutants each, the seed of
+#           the earlier tables), after the tails' short rows at 1e-8 (suites/rare_wins.py).
+#   PART=2  issue 41: `mutate` at quick on triton-logits-processors; `check all --budget
+#           quick` (the new tail entries on every kernel, one family-wise alpha); issue 39:
+#           `check logits-processors --budget standard` on the Triton kernel as it ships.
+# summary.txt and the archives (part.tar.gz, mutate.tar.gz, mutate.txt) come back.
+set -u
+cd "$(dirname "$0")/../.."
+source scripts/gpu-env.sh
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+out=/tmp/part; rm -rf "$out"; mkdir -p "$out"
+start=$(date +%s)
+deadline=${DEADLINE:-540}
+source scripts/gpu/steps.sh
+STEP_TAIL=30
+mutate_left() {  # KERNELS...: mutate.sh in what is left of the deadline
+  local left=$(( deadline - ($(date +%s) - start) - 15 ))
+  [ "$left" -gt 60 ] && KERNELS="$*" N=12 DEADLINE=$left NO_INSTALL=1 bash scripts/gpu/mutate.sh
+}
+if [ "${PART:-1}" = 1 ]; then
+  step lp-bench 170 python3 -m sampling_harness bench logits-processors --device cuda \
+    --cuda-graph --ceiling --repeat 3 --calls 30 --kernel triton-logits-processors \
+    --shape 256x151936x2048:all --launch design=serial,overlap --launch sparse_warps=0,16 \
+    --launch side_priority=-1,0
+  tar -czf "$OUT/part.tar.gz" -C /tmp part
+  mutate_left triton-rejection triton-sample-logits
+else
+  step check-all-quick 150 python3 -m sampling_harness check all --budget quick \
+    --device cuda --report-dir "$out/check-all-quick"
+  step lp-standard 150 python3 -m sampling_harness check logits-processors \
+    --budget standard --device cuda --kernel triton-logits-processors \
+    --report-dir "$out/lp-standard"
+  tar -czf "$OUT/part.tar.gz" -C /tmp part
+  mutate_left triton-logits-processors
+fi
+echo "total $(( $(date +%s) - start )) s"
