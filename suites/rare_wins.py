@@ -82,7 +82,7 @@ def scale_record(scale: float, vocab: int, mass: float, planned: int, found, alp
 
 
 FLOAT32_FLOOR_SCALE = 1e-8     # where noise wrong below about 2^-24 changes rare wins most
-SHORT_ROW = 64                 # tokens of the short rows at that scale: one chunk, one tile
+SHORT_ROW = 1024               # tokens of the short rows at that scale: one chunk, one tile
 
 
 def device_scales(ctx, scales, short_rows: bool = True) -> tuple[tuple[float, int | None], ...]:
@@ -93,12 +93,14 @@ def device_scales(ctx, scales, short_rows: bool = True) -> tuple[tuple[float, in
     -log1p(-u): q = -0.0 below u = 2^-25, a score of -inf, at least 2^-24 above):
 
     - 1e-8 at the family's vocabulary, where the budget stops above it (quick);
-    - 1e-8 in short rows of SHORT_ROW tokens, a head and 63 rare tokens. A kernel that
+    - 1e-8 in short rows of SHORT_ROW tokens, a head and 1023 rare tokens. A kernel that
       races in two levels (chunks, then the tokens of the winning chunk) or tile by tile
       draws a long row's rare tokens against one another, where no tiny variate is needed;
       only the few that share the head's chunk or tile race it token by token, so wrong
       token-level noise costs a long row about 2 % of its rare wins (undetectable), and a
-      short row, all one chunk, almost all of them.
+      short row, one chunk of 1024 tokens or less, almost all of them. (Shorter rows would
+      see smaller chunks too, but cost more rows for the same rare mass: the per-row work
+      of a call, not its tokens, would then set the time.)
 
     On a GPU the ~1e10 tokens an entry costs at 100 expected events take seconds; the
     interpreter on a CPU could not draw them (its budgets stay as declared). A family whose

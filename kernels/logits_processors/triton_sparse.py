@@ -273,10 +273,12 @@ def sparse_kernel(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, p
     Memory traffic a row: the history (8 L bytes), the logits and bitmask words at the
     touched ids (gathers: L + NB of 32-byte sectors), the per-row inputs and bias and stop
     ids; 16 LP bytes of work space written and read back (L2); with DIRECT, one float32
-    store per distinct touched token. Latency bound: at L 2048 (8 warps, one row a
-    program, 256 programs: one wave on 132 SMs) about 10-15 us, the bitonic sort's 66
-    compare-exchange steps (~3 us) and ~8 dependent global round trips (ids, sort work
-    space twice, logits and bitmask gathers, bias ids then their logits, stop ids)."""
+    store per distinct touched token. Latency bound, ~8 dependent global round trips (ids,
+    sort work space twice, logits and bitmask gathers, bias ids then their logits, stop
+    ids) after the bitonic sort's 66 compare-exchange steps. Measured alone on an H100 at
+    L 2048, one row a program, 256 programs (the bench's batch): 76 us at 8 warps, 64 us
+    at 16; with the sort left out, 50 us; without bias and stop ids, 72 us (where a
+    round-trip count predicted 10-15 us: what holds the other ~45 us is not known yet)."""
     rows = tl.program_id(0) * R + tl.arange(0, R)
     lists = lists_ptr + rows.to(tl.int64)[:, None] * ((4 << LOG_LP) + 2 * NB + S)
     list_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr,

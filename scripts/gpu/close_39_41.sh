@@ -5,9 +5,11 @@
 #           the bench's target shape (graph replay, % of ceiling); issue 41: `mutate` at
 #           quick on triton-rejection and triton-sample-logits (12 mutants each, the seed of
 #           the earlier tables), after the tails' short rows at 1e-8 (suites/rare_wins.py).
-#   PART=2  issue 41: `mutate` at quick on triton-logits-processors; `check all --budget
-#           quick` (the new tail entries on every kernel, one family-wise alpha); issue 39:
-#           `check logits-processors --budget standard` on the Triton kernel as it ships.
+#   PART=2  issue 41: `mutate` at quick on triton-rejection (again: the short rows) and
+#           triton-logits-processors.
+#   PART=3  `check all --budget quick` (the new tail entries on every kernel, one
+#           family-wise alpha); issue 39: `check logits-processors --budget standard` on
+#           the Triton kernel as it ships, and its bench at the defaults.
 # summary.txt and the archives (part.tar.gz, mutate.tar.gz, mutate.txt) come back.
 set -u
 cd "$(dirname "$0")/../.."
@@ -29,13 +31,16 @@ if [ "${PART:-1}" = 1 ]; then
     --launch side_priority=-1,0
   tar -czf "$OUT/part.tar.gz" -C /tmp part
   mutate_left triton-rejection triton-sample-logits
+elif [ "$PART" = 2 ]; then
+  mutate_left triton-rejection triton-logits-processors
 else
-  step check-all-quick 150 python3 -m sampling_harness check all --budget quick \
+  step check-all-quick 200 python3 -m sampling_harness check all --budget quick \
     --device cuda --report-dir "$out/check-all-quick"
   step lp-standard 150 python3 -m sampling_harness check logits-processors \
     --budget standard --device cuda --kernel triton-logits-processors \
     --report-dir "$out/lp-standard"
+  step lp-bench 100 python3 -m sampling_harness bench logits-processors --device cuda \
+    --cuda-graph --ceiling --repeat 3 --calls 30 --kernel triton-logits-processors
   tar -czf "$OUT/part.tar.gz" -C /tmp part
-  mutate_left triton-logits-processors
 fi
 echo "total $(( $(date +%s) - start )) s"
