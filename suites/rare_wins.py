@@ -89,8 +89,9 @@ def device_scales(ctx, scales, short_rows: bool = True) -> tuple[tuple[float, in
     """The sweep's entries (scale, vocabulary cap; None: the family's own): the budget's
     scales, and on a GPU, where they reach 1e-6, two more at 1e-8, where noise wrong below
     about 2^-24 changes the rare wins by a large factor (float32 exponential noise, its
-    2^-24 floor, loses about 99 % of them, and so does -log(1 - u) in float32 for
-    -log1p(-u): q = -0.0 below u = 2^-25, a score of -inf, at least 2^-24 above):
+    2^-24 floor, loses about 99 % of them; -log(1 - u) in float32 for -log1p(-u), q
+    exactly 0 below u = 2^-25 and at least 2^-24 above, gave 176 where 100 were expected in
+    triton-rejection's race on an H100):
 
     - 1e-8 at the family's vocabulary, where the budget stops above it (quick);
     - 1e-8 in short rows of SHORT_ROW tokens, a head and 1023 rare tokens. A kernel that

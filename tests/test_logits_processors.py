@@ -1,8 +1,8 @@
 """Family logits-processors without the harness: the float64 reference on rows computed by
 hand, its bitmask and min_tokens conventions, the bound that tells float32 from bfloat16
 arithmetic, and both kernels (Triton through the interpreter on a CPU) against the
-reference on random batches, the Triton kernel also in each of its designs (serial,
-overlap) with rows split across programs, bit for bit alike."""
+reference on random batches, the Triton kernel also with narrow column blocks and rows
+split across programs, bit for bit alike."""
 
 from __future__ import annotations
 
@@ -103,15 +103,14 @@ DESIGN_CASES = [(7, 3, 257, 300, torch.bfloat16, 64, 2), (8, 5, 131, 40, torch.f
                 (9, 2, 100, 0, torch.float16, 64, 1)]
 
 
-@pytest.mark.parametrize("design", tlp.DESIGNS)
 @pytest.mark.parametrize("case", DESIGN_CASES, ids=[f"V{c[2]}-L{c[3]}" for c in DESIGN_CASES])
-def test_triton_designs_agree_bit_for_bit(design, case):
-    """Every design, with dense tiles narrower than a row (several column blocks a row, the
-    last one partial) and one or several rows a program, gives the reference's values and
-    the default launch's bits; also with only the sparse processors that skip the sort (the
-    stop tokens count the history), and with the bitmask alone (the dense kernel alone)."""
+def test_triton_launches_agree_bit_for_bit(case):
+    """Dense tiles narrower than a row (several column blocks a row, the last one partial)
+    and one or several rows a program give the reference's values and the default launch's
+    bits; also with only the sparse processors that skip the sort (the stop tokens count
+    the history), and with the bitmask alone (the dense kernel alone)."""
     seed, rows, vocab, history, dtype, block, per_program = case
-    launch = tlp.Launch(block=block, warps=4, rows=per_program, design=design)
+    launch = tlp.Launch(block=block, warps=4, rows=per_program)
     for processors in (PROCESSORS, ("bias", "stop", "bitmask"), ("bitmask",)):
         batch = random_batch(seed, rows, vocab, history, dtype, processors=processors,
                              words=(vocab + 31) // 32 - 1)
@@ -120,17 +119,13 @@ def test_triton_designs_agree_bit_for_bit(design, case):
         assert torch.equal(got, _call(tlp.logits_processors_triton, batch.inputs))
 
 
-def test_triton_launch_settings_reach_every_design():
-    """``with_launch`` (what ``bench --launch`` binds) takes the design and the sparse
-    kernels' warps; an unknown design raises; the sort's warps follow the history."""
+def test_triton_launch_settings_change_no_bit():
+    """``with_launch`` (what ``bench --launch`` binds) takes the dense kernel's block and
+    warps and the sparse kernel's warps; the sort's warps follow the history."""
     batch = random_batch(10, 3, 65, 20, torch.float32)
     default = _call(tlp.logits_processors_triton, batch.inputs)
-    for design in tlp.DESIGNS:
-        fn = tlp.logits_processors_triton.with_launch(design=design, block=2048, warps=4,
-                                                      sparse_warps=8)
-        assert torch.equal(_call(fn, batch.inputs), default)
-    with pytest.raises(ValueError, match="design"):
-        _call(tlp.logits_processors_triton.with_launch(design="nope"), batch.inputs)
+    fn = tlp.logits_processors_triton.with_launch(block=2048, warps=4, sparse_warps=8)
+    assert torch.equal(_call(fn, batch.inputs), default)
     assert [tlp.sort_warps(n) for n in (0, 1024, 2048, 4096, 16384)] == [4, 8, 16, 32, 32]
 
 

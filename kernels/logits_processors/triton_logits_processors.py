@@ -8,24 +8,20 @@ bitmask's words read beside their columns (4 bytes per 32 columns), each row's h
 ids, at most L + NB + S a row) read again from the logits (gathers) and written again, the
 sort's work space (16 LP bytes a row, L2) written and read back.
 
-Designs (``Launch.design``), all with the same values:
-
-- ``serial`` (the default): the dense kernel, y = x (float32) where the bitmask allows the
-  token (bit t mod 32 of word t // 32, least significant first; no token past 32 W), else
-  -inf, in many short programs; then, in stream order, the sparse kernel, one row a program,
-  computes every touched token's final value from the ORIGINAL logits (history with the
-  penalties, then x + b with the penalties for biased tokens, then -inf for the stop tokens
-  of rows under min_tokens, each -inf where the bitmask forbids it) and writes it over the
-  dense value, barriers between the three phases (a later one overwrites an earlier one's
-  tokens). No tickets. Launched only when a sparse processor has work (the bitmask alone: one
-  launch). H100, 256 x 151936 x 2048, every processor: ~140-145 us dense + ~10-15 us sparse.
-- ``overlap``: the sparse kernel lists the values into the scratch on a side stream (forked
-  from the caller's, joined back, CUDA-graph capturable) while the dense kernel streams; then
-  a small apply kernel writes the lists over the dense result: ~max(dense, sparse) + ~3 us,
-  if the GPU schedules the two side by side (on a CPU: list, dense, apply in turn).
-The earlier single launch (a row block's listing program beside its column chunks, the
-last to take a ticket applying the lists) reached 42 % of the ceiling where serial reaches
-69 % and overlap 79 % (docs/measurements/bench.md): it was removed.
+The two kernels, in stream order: the dense kernel, y = x (float32) where the bitmask
+allows the token (bit t mod 32 of word t // 32, least significant first; no token past
+32 W), else -inf, in many short programs; then the sparse kernel, one row a program, which
+computes every touched token's final value from the ORIGINAL logits (history with the
+penalties, then x + b with the penalties for biased tokens, then -inf for the stop tokens
+of rows under min_tokens, each -inf where the bitmask forbids it) and writes it over the
+dense value, barriers between the three phases (a later one overwrites an earlier one's
+tokens). The sparse kernel is launched only when a sparse processor has work (the bitmask
+alone: one launch). H100, 256 x 151936 x 2048, every processor: 0.109 ms dense + 0.064 ms
+sparse alone, 0.181 ms the call (docs/measurements/bench.md).
+Two other designs were measured and removed: one launch (a row block's listing program
+beside its column chunks, the last to take a ticket applying the lists; 42 % of the
+ceiling), and the sparse kernel's lists made on a side stream beside the dense kernel, then
+applied (72 % where this design reaches 70 %, its eager calls slower, and no check ran it).
 
 All arithmetic in float32 (the contract grants 2^-21 of the terms' magnitudes: a few
 float32 roundings). A compiled kernel depends on the logits' dtype, whether a penalty or a
@@ -47,10 +43,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from sampling_harness.kernels.logits_processors.triton_dense import launch_dense
-from sampling_harness.kernels.logits_processors.triton_sparse import (
-    apply_kernel,
-    sparse_kernel,
-)
+from sampling_harness.kernels.logits_processors.triton_sparse import sparse_kernel
 from sampling_harness.kernels.split_scratch import (
     cdiv,
     next_power_of_2,
@@ -61,8 +54,6 @@ MAX_HISTORY = 2**14                    # widest history one program sorts in reg
 SMALLEST_SORT = 5                      # log2 of the narrowest sorted history compiled
 SLOTS = 16                             # stop ids a step
 BIAS_SLOTS = 8                         # biased tokens compared with every key a step
-APPLY = 1024                           # listed tokens written a step
-DESIGNS = ("serial", "overlap")
 
 
 @dataclass(frozen=True)
@@ -71,10 +62,8 @@ class Launch:
 
     block: int                   # dense: columns a program
     warps: int                   # dense kernel's warps
-    rows: int = 1                # rows a program, every kernel (a power of two)
-    design: str = "serial"       # DESIGNS (module docstring)
-    sparse_warps: int = 0        # sparse and apply kernels' warps; 0: ``sort_warps``
-    side_priority: int = -1      # overlap: the side stream's priority (-1 high, 0 normal)
+    rows: int = 1                # rows a program, both kernels (a power of two)
+    sparse_warps: int = 0        # sparse kernel's warps; 0: ``sort_warps``
 
 
 # the defaults of logits_processors_triton's keyword launch settings
@@ -85,15 +74,13 @@ CPU_BLOCK, CPU_TILE = 2**14, 2**20      # CPU: columns a block at most; entries 
 def launch_for(batch: int, vocab: int, history: int, device: torch.device,
                gpu: Launch = GPU) -> Launch:
     """GPU: ``gpu``, one row a program; the sparse kernel's warps by ``sort_warps`` unless
-    set. CPU: ``gpu``'s design, one block a row up to
-    CPU_BLOCK columns, as many rows a program as CPU_TILE entries hold, 4 warps."""
-    if gpu.design not in DESIGNS:
-        raise ValueError(f"design {gpu.design!r} is none of {', '.join(DESIGNS)}")
+    set. CPU: one block a row up to CPU_BLOCK columns, as many rows a program as CPU_TILE
+    entries hold, 4 warps."""
     if device.type == "cuda":
         return replace(gpu, rows=1, sparse_warps=gpu.sparse_warps or sort_warps(history))
     block = max(32, min(CPU_BLOCK, next_power_of_2(vocab)))
     widest = max(block, next_power_of_2(history))
-    return Launch(block=block, warps=4, design=gpu.design, sparse_warps=4,
+    return Launch(block=block, warps=4, sparse_warps=4,
                   rows=max(1, min(next_power_of_2(batch), CPU_TILE // widest)))
 
 
@@ -109,18 +96,6 @@ def history_bucket(history: int) -> int:
     return max(SMALLEST_SORT, max(history - 1, 0).bit_length())
 
 
-_SIDE: dict = {}                        # design overlap: a side stream per device
-
-
-def side_stream(device: torch.device, priority: int = -1) -> torch.cuda.Stream:
-    """The side stream of ``device`` at ``priority``, made once (by the first call, before
-    any capture); of high priority (-1), the sparse kernel's few programs are placed before
-    the dense kernel's pending ones."""
-    if (device, priority) not in _SIDE:
-        _SIDE[device, priority] = torch.cuda.Stream(device, priority=priority)
-    return _SIDE[device, priority]
-
-
 def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition_penalty=None,
                              frequency_penalty=None, presence_penalty=None,
                              logit_bias_ids=None, logit_bias_values=None,
@@ -134,8 +109,6 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
         raise ValueError(f"V = {vocab} must be below 2^29 and L = {history} at most "
                          f"{MAX_HISTORY}")
     launch = launch or launch_for(batch, vocab, history, logits.device, gpu)
-    if launch.design not in DESIGNS:
-        raise ValueError(f"design {launch.design!r} is none of {', '.join(DESIGNS)}")
     out = torch.empty((batch, vocab), dtype=torch.float32, device=logits.device)
     if batch == 0 or vocab == 0:
         return out
@@ -155,45 +128,21 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
     widths = (logit_bias_ids.shape[1] if bias else 0,
               allowed_bitmask.shape[1] if allowed_bitmask is not None else 0,
               stop_token_ids.shape[1] if stop else 0)
-    row_words = (4 << log_lp) + 2 * widths[0] + widths[2]
-    _, lists = split_scratch("triton-logits-processors", logits.device, 1,
-                             row_blocks * launch.rows * row_words, (torch.int32,))
+    # the sort's work space, 2 LP int32 words a row (held across calls; tickets unused)
+    _, work = split_scratch("triton-logits-processors", logits.device, 1,
+                            row_blocks * launch.rows * (2 << log_lp), (torch.int32,))
     scalars = (batch, vocab, history, *widths, logits.stride(0))
     flags = (*(int(p) for p in penalties), history if stop else 0)
-    listed = (1 << log_lp) if sorting else 0
     constants = dict(PENALTIES=sorting, HAS_MASK=allowed_bitmask is not None, R=launch.rows,
                      DIMS=(launch.rows - 1).bit_length() + log_lp, LOG_LP=log_lp)
 
-    def dense():
-        launch_dense(logits, out, operands[7] if allowed_bitmask is not None else None,
-                     widths[1], launch.rows, launch.block, launch.warps)
-
-    def sparse(direct: bool):
-        sparse_kernel[(row_blocks,)](
-            logits, out, *operands, lists, *scalars, *flags, SLOTS=SLOTS,
-            BIAS_SLOTS=BIAS_SLOTS, DIRECT=direct, num_warps=sparse_warps, **constants)
-
-    sparse_warps = launch.sparse_warps or sort_warps(history)
-    if not (sorting or widths[0] or widths[2]):
-        dense()                          # nothing sparse to do: the bitmask (or nothing)
-    elif launch.design == "serial":
-        dense()
-        sparse(True)                     # after the dense writes, in stream order
-    else:
-        if logits.device.type == "cuda":
-            main = torch.cuda.current_stream(logits.device)
-            side = side_stream(logits.device, launch.side_priority)
-            side.wait_stream(main)
-            with torch.cuda.stream(side):
-                sparse(False)
-            dense()
-            main.wait_stream(side)
-        else:
-            sparse(False)
-            dense()
-        apply_kernel[(row_blocks,)](out, lists, batch, vocab, widths[0], widths[2], listed,
-                                    R=launch.rows, LOG_LP=log_lp, APPLY=APPLY,
-                                    num_warps=sparse_warps)
+    launch_dense(logits, out, operands[7] if allowed_bitmask is not None else None,
+                 widths[1], launch.rows, launch.block, launch.warps)
+    if sorting or widths[0] or widths[2]:  # else nothing sparse to do: the bitmask at most
+        sparse_kernel[(row_blocks,)](    # after the dense writes, in stream order
+            logits, out, *operands, work, *scalars, *flags, SLOTS=SLOTS,
+            BIAS_SLOTS=BIAS_SLOTS, num_warps=launch.sparse_warps or sort_warps(history),
+            **constants)
     return out
 
 
@@ -211,16 +160,13 @@ def logits_processors_triton(logits, token_ids, num_prompt_tokens, *, repetition
         allowed_bitmask=allowed_bitmask, stop_token_ids=stop_token_ids, min_tokens=min_tokens)
 
 
-def with_launch(block: int = GPU.block, warps: int = GPU.warps, design: str = GPU.design,
-                sparse_warps: int = GPU.sparse_warps, side_priority: int = GPU.side_priority):
+def with_launch(block: int = GPU.block, warps: int = GPU.warps,
+                sparse_warps: int = GPU.sparse_warps):
     """``logits_processors_triton`` under other GPU launch settings (``bench --launch``):
-    the ``design`` (serial, overlap); the dense kernel's ``block`` (columns a program) and
-    ``warps``; the sparse kernels' ``sparse_warps`` (0: by the history); with overlap, the
-    side stream's ``side_priority``. The interpreter takes its own blocks."""
+    the dense kernel's ``block`` (columns a program) and ``warps``; the sparse kernel's
+    ``sparse_warps`` (0: by the history). The interpreter takes its own blocks."""
     return functools.partial(logits_processors_launch,
-                             gpu=Launch(block=block, warps=warps, design=design,
-                                        sparse_warps=sparse_warps,
-                                        side_priority=side_priority))
+                             gpu=Launch(block=block, warps=warps, sparse_warps=sparse_warps))
 
 
 logits_processors_triton.with_launch = with_launch

@@ -1,14 +1,7 @@
 """The sparse half of triton-logits-processors: the value of every token the sparse
-processors touch (history, bias and stop ids), computed from the logits, and written over
-the dense result: directly (``sparse_kernel`` with DIRECT, launched after the dense kernel),
-or through per-row lists (``sparse_kernel`` beside the dense kernel, then ``apply_kernel``;
-or the fused kernel's ticket holder, ``apply_lists``).
-
-A row's lists live in an int32 scratch of 4 LP + 2 NB + S words (LP the history bucket):
-words [0, 2 LP) are the counting's work space, then the history's tokens and values (LP
-each; token -1 where a key writes nothing), the bias ids and values (NB each), the stop ids
-(S; -1 where the row is past min_tokens). Values are float32 bits. With DIRECT only the
-work space is used.
+processors touch (history, bias and stop ids), computed from the ORIGINAL logits and
+written over the dense result (``sparse_kernel``, launched after the dense kernel in stream
+order).
 
 Output counts without a [B, V] table: the row's history as keys 2 t + o (o = 1 at output
 positions; padding and ids >= V get BIG, after every token), sorted by a bitonic network on
@@ -17,10 +10,11 @@ pair's sum minus the element: a plain reduction, which the Triton interpreter ru
 vectorised, where ``tl.sort``'s xor reduction runs element by element). A token's keys are
 then one run, its prompt keys first; its output count is C(end) - C(end of the previous
 run), C the running count of output keys; the key after each key (is it a run's end?) and
-the compacted ends' counts pass through the work space. The last key of each run lists its
-token's value: x, the repetition penalty, minus phi c and pi [c > 0], -inf where the
-bitmask forbids it. A biased token's value, x + b then the penalties, takes its count and
-whether it was seen by comparison with every key. All arithmetic in float32.
+the compacted ends' counts pass through a work space of 2 LP int32 words a row (LP the
+history bucket). The last key of each run writes its token's value: x, the repetition
+penalty, minus phi c and pi [c > 0], -inf where the bitmask forbids it. A biased token's
+value, x + b then the penalties, takes its count and whether it was seen by comparison with
+every key. All arithmetic in float32.
 """
 
 from __future__ import annotations
@@ -98,12 +92,11 @@ def penalised(v, seen, count, rep, freq, pres):
 
 
 @triton.jit
-def list_history(logits_ptr, ids_ptr, mask_ptr, lists, out_rows, rows64, row_ok, prompt, V,
-                 L, W, stride, rep, freq, pres, HAS_MASK: tl.constexpr, DIMS: tl.constexpr,
-                 LOG_LP: tl.constexpr, DIRECT: tl.constexpr):
-    """The history's list (tokens and values, no bias), or with DIRECT its values written
-    at ``out_rows`` + token ([R, 1] pointers); returns (sorted keys [R, LP], output length
-    [R, 1])."""
+def write_history(logits_ptr, ids_ptr, mask_ptr, work, out_rows, rows64, row_ok, prompt, V,
+                  L, W, stride, rep, freq, pres, HAS_MASK: tl.constexpr, DIMS: tl.constexpr,
+                  LOG_LP: tl.constexpr):
+    """The history's values (no bias) written at ``out_rows`` + token ([R, 1] pointers);
+    returns (sorted keys [R, LP], output length [R, 1])."""
     LP: tl.constexpr = 1 << LOG_LP
     at = tl.arange(0, LP)[None, :]
     ids = tl.load(ids_ptr + rows64 * L + at, mask=row_ok[:, None] & (at < L), other=-1)
@@ -111,25 +104,20 @@ def list_history(logits_ptr, ids_ptr, mask_ptr, lists, out_rows, rows64, row_ok,
     real = (ids >= 0) & (ids < V)
     keys = tl.where(real, ids.to(tl.int32) * 2 + (at >= prompt).to(tl.int32), BIG)
     keys = bitonic_sort(keys, DIMS, LOG_LP)
-    token, count, last = run_counts(keys, lists, LP)
+    token, count, last = run_counts(keys, work, LP)
     x = tl.load(logits_ptr + rows64 * stride + token, mask=last, other=0.0)
     v = penalised(x.to(tl.float32), last, count, rep, freq, pres)
     allowed = allowed_by_bitmask(mask_ptr, rows64, token, W, last, HAS_MASK)
-    v = tl.where(allowed, v, float("-inf"))
-    if DIRECT:
-        tl.store(out_rows + token, v, mask=last)
-    else:
-        tl.store(lists + 2 * LP + at, tl.where(last, token, -1))
-        tl.store(lists + 3 * LP + at, v.to(tl.int32, bitcast=True))
+    tl.store(out_rows + token, tl.where(allowed, v, float("-inf")), mask=last)
     return keys, output_length
 
 
 @triton.jit
-def list_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, lists, out_rows, rows64,
-              row_ok, first, V, NB, W, stride, rep, freq, pres, PENALTIES: tl.constexpr,
-              HAS_MASK: tl.constexpr, SLOTS: tl.constexpr, DIRECT: tl.constexpr):
+def write_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, out_rows, rows64, row_ok,
+               first, V, NB, W, stride, rep, freq, pres, PENALTIES: tl.constexpr,
+               HAS_MASK: tl.constexpr, SLOTS: tl.constexpr):
     """Bias slots [first, first + SLOTS): each biased token's whole value, x + b, then the
-    penalties (count and seen by comparison with every key), listed or (DIRECT) written."""
+    penalties (count and seen by comparison with every key), written."""
     slot = first + tl.arange(0, SLOTS)[None, :]
     inside = row_ok[:, None] & (slot < NB)
     token = tl.load(bias_ids_ptr + rows64 * NB + slot, mask=inside, other=-1).to(tl.int32)
@@ -143,27 +131,18 @@ def list_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, lists, out_row
         seen = tl.sum(same.to(tl.int32), axis=2) > 0
         v = penalised(v, seen, count, rep, freq, pres)
     allowed = allowed_by_bitmask(mask_ptr, rows64, token, W, live, HAS_MASK)
-    v = tl.where(allowed, v, float("-inf"))
-    if DIRECT:
-        tl.store(out_rows + token, v, mask=live)
-    else:
-        tl.store(lists + slot, tl.where(live, token, -1), mask=inside)
-        tl.store(lists + NB + slot, v.to(tl.int32, bitcast=True), mask=inside)
+    tl.store(out_rows + token, tl.where(allowed, v, float("-inf")), mask=live)
 
 
 @triton.jit
-def list_stop(stop_ptr, lists, out_rows, rows64, row_ok, early, first, V, S,
-              SLOTS: tl.constexpr, DIRECT: tl.constexpr):
-    """Stop slots [first, first + SLOTS): the token where its row is ``early`` (output
-    shorter than min_tokens), else -1; with DIRECT, -inf written at the tokens hit."""
+def write_stop(stop_ptr, out_rows, rows64, row_ok, early, first, V, S, SLOTS: tl.constexpr):
+    """Stop slots [first, first + SLOTS): -inf written at each stop token of a row that is
+    ``early`` (output shorter than min_tokens)."""
     slot = first + tl.arange(0, SLOTS)[None, :]
     inside = row_ok[:, None] & (slot < S)
     token = tl.load(stop_ptr + rows64 * S + slot, mask=inside, other=-1)
     hit = early & (token >= 0) & (token < V)
-    if DIRECT:
-        tl.store(out_rows + token, tl.full(token.shape, float("-inf"), tl.float32), mask=hit)
-    else:
-        tl.store(lists + slot, tl.where(hit, token, -1).to(tl.int32), mask=inside)
+    tl.store(out_rows + token, tl.full(token.shape, float("-inf"), tl.float32), mask=hit)
 
 
 @triton.jit
@@ -180,38 +159,14 @@ def history_length(ids_ptr, rows64, row_ok, L, counted, R: tl.constexpr,
 
 
 @triton.jit
-def apply_list(out_ptr, tokens, values, rows64, row_ok, count, V, CHUNK: tl.constexpr):
-    """out[row, token] = value for the ``count`` listed (token, value) pairs of each row
-    (``tokens``, ``values`` [R, 1] pointers; token -1 writes nothing)."""
-    for first in range(0, count, CHUNK):
-        at = first + tl.arange(0, CHUNK)[None, :]
-        inside = row_ok[:, None] & (at < count)
-        token = tl.load(tokens + at, mask=inside, other=-1)
-        value = tl.load(values + at, mask=inside, other=0).to(tl.float32, bitcast=True)
-        tl.store(out_ptr + rows64 * V + token, value, mask=inside & (token >= 0))
-
-
-@triton.jit
-def apply_stop(out_ptr, tokens, rows64, row_ok, count, V, CHUNK: tl.constexpr):
-    """out[row, token] = -inf for the ``count`` listed stop tokens of each row (-1: none)."""
-    for first in range(0, count, CHUNK):
-        at = first + tl.arange(0, CHUNK)[None, :]
-        inside = row_ok[:, None] & (at < count)
-        token = tl.load(tokens + at, mask=inside, other=-1)
-        tl.store(out_ptr + rows64 * V + token, tl.full(token.shape, float("-inf"), tl.float32),
-                 mask=inside & (token >= 0))
-
-
-@triton.jit
-def list_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr,
-                bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, lists, rows, B, V, L, NB,
-                W, S, stride, has_rep, has_freq, has_pres, counted, PENALTIES: tl.constexpr,
-                HAS_MASK: tl.constexpr, R: tl.constexpr, DIMS: tl.constexpr,
-                LOG_LP: tl.constexpr, SLOTS: tl.constexpr, BIAS_SLOTS: tl.constexpr,
-                DIRECT: tl.constexpr):
-    """The rows' touched tokens, history, then bias, then stop ids: listed in ``lists``
-    ([R, 1] pointers to each row's words), or with DIRECT written into ``out`` in that
-    order (a barrier between the phases: a later one overwrites an earlier one's tokens)."""
+def write_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr,
+                 bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, work, rows, B, V, L, NB,
+                 W, S, stride, has_rep, has_freq, has_pres, counted, PENALTIES: tl.constexpr,
+                 HAS_MASK: tl.constexpr, R: tl.constexpr, DIMS: tl.constexpr,
+                 LOG_LP: tl.constexpr, SLOTS: tl.constexpr, BIAS_SLOTS: tl.constexpr):
+    """The rows' touched tokens written into ``out``: history, then bias, then stop ids
+    (a barrier between the phases: a later one overwrites an earlier one's tokens);
+    ``work`` [R, 1] pointers to each row's work space."""
     LP: tl.constexpr = 1 << LOG_LP
     row_ok = rows < B
     rows64 = rows.to(tl.int64)[:, None]
@@ -222,37 +177,22 @@ def list_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pre
     pres = tl.load(pres_ptr + rows, mask=row_ok & (none + has_pres != 0), other=0.0)[:, None]
     prompt = tl.load(prompt_ptr + rows, mask=row_ok, other=0).to(tl.int32)[:, None]
     if PENALTIES:
-        keys, output_length = list_history(logits_ptr, ids_ptr, mask_ptr, lists, out_rows,
-                                           rows64, row_ok, prompt, V, L, W, stride, rep, freq,
-                                           pres, HAS_MASK, DIMS, LOG_LP, DIRECT)
+        keys, output_length = write_history(logits_ptr, ids_ptr, mask_ptr, work, out_rows,
+                                            rows64, row_ok, prompt, V, L, W, stride, rep,
+                                            freq, pres, HAS_MASK, DIMS, LOG_LP)
     else:
         keys = tl.full([R, 1], BIG, tl.int32)          # no history to compare with
         output_length = history_length(ids_ptr, rows64, row_ok, L, counted, R, LP) - prompt
-    if DIRECT:
-        tl.debug_barrier()                             # the history's stores land first
+    tl.debug_barrier()                                 # the history's stores land first
     for first in range(0, NB, BIAS_SLOTS):
-        list_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, lists + 4 * LP,
-                  out_rows, rows64, row_ok, first, V, NB, W, stride, rep, freq, pres,
-                  PENALTIES, HAS_MASK, BIAS_SLOTS, DIRECT)
-    if DIRECT:
-        tl.debug_barrier()                             # then the biased tokens'
+        write_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, out_rows, rows64,
+                   row_ok, first, V, NB, W, stride, rep, freq, pres, PENALTIES, HAS_MASK,
+                   BIAS_SLOTS)
+    tl.debug_barrier()                                 # then the biased tokens'
     least = tl.load(min_ptr + rows, mask=row_ok & (none + S > 0), other=0)[:, None]
     for first in range(0, S, SLOTS):
-        list_stop(stop_ptr, lists + 4 * LP + 2 * NB, out_rows, rows64, row_ok,
-                  output_length < least, first, V, S, SLOTS, DIRECT)
-
-
-@triton.jit
-def apply_lists(out_ptr, lists, rows64, row_ok, listed, V, NB, S, LOG_LP: tl.constexpr,
-                APPLY: tl.constexpr):
-    """The rows' lists written over ``out``: history, then bias, then stop tokens, a barrier
-    between them (a later list overwrites an earlier one's tokens)."""
-    LP: tl.constexpr = 1 << LOG_LP
-    apply_list(out_ptr, lists + 2 * LP, lists + 3 * LP, rows64, row_ok, listed, V, APPLY)
-    tl.debug_barrier()
-    apply_list(out_ptr, lists + 4 * LP, lists + 4 * LP + NB, rows64, row_ok, NB, V, APPLY)
-    tl.debug_barrier()
-    apply_stop(out_ptr, lists + 4 * LP + 2 * NB, rows64, row_ok, S, V, APPLY)
+        write_stop(stop_ptr, out_rows, rows64, row_ok, output_length < least, first, V, S,
+                   SLOTS)
 
 
 # sizes and flags are not specialised: a batch's shapes and processors must not each cost a
@@ -260,43 +200,26 @@ def apply_lists(out_ptr, lists, rows64, row_ok, listed, V, NB, S, LOG_LP: tl.con
 @triton.jit(do_not_specialize=["B", "V", "L", "NB", "W", "S", "stride", "has_rep", "has_freq",
                                "has_pres", "counted"])
 def sparse_kernel(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr,
-                  bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, lists_ptr, B, V, L, NB,
+                  bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, work_ptr, B, V, L, NB,
                   W, S, stride, has_rep, has_freq, has_pres, counted,
                   PENALTIES: tl.constexpr, HAS_MASK: tl.constexpr, R: tl.constexpr,
                   DIMS: tl.constexpr, LOG_LP: tl.constexpr, SLOTS: tl.constexpr,
-                  BIAS_SLOTS: tl.constexpr, DIRECT: tl.constexpr):
-    """R rows a program: ``list_sparse`` from the ORIGINAL logits. DIRECT (design serial,
-    launched after the dense kernel): the final values written into ``out`` over the dense
-    ones. Else (design overlap, beside the dense kernel): the lists left in the scratch for
-    ``apply_kernel``.
+                  BIAS_SLOTS: tl.constexpr):
+    """R rows a program, launched after the dense kernel: ``write_sparse`` from the
+    ORIGINAL logits, the final values written into ``out`` over the dense ones.
 
     Memory traffic a row: the history (8 L bytes), the logits and bitmask words at the
     touched ids (gathers: L + NB of 32-byte sectors), the per-row inputs and bias and stop
-    ids; 16 LP bytes of work space written and read back (L2); with DIRECT, one float32
-    store per distinct touched token. Latency bound, ~8 dependent global round trips (ids,
-    sort work space twice, logits and bitmask gathers, bias ids then their logits, stop
-    ids) after the bitonic sort's 66 compare-exchange steps. Measured alone on an H100 at
-    L 2048, one row a program, 256 programs (the bench's batch): 76 us at 8 warps, 64 us
-    at 16; with the sort left out, 50 us; without bias and stop ids, 72 us (where a
-    round-trip count predicted 10-15 us: what holds the other ~45 us is not known yet)."""
+    ids; 8 LP bytes of work space written and read back (L2); one float32 store per
+    distinct touched token. Latency bound, ~8 dependent global round trips (ids, sort work
+    space twice, logits and bitmask gathers, bias ids then their logits, stop ids) after
+    the bitonic sort's 66 compare-exchange steps. Measured alone on an H100 at L 2048, one
+    row a program, 256 programs (the bench's batch): 76 us at 8 warps, 64 us at 16; with
+    the sort left out, 50 us; without bias and stop ids, 72 us (where a round-trip count
+    predicted 10-15 us: what holds the other ~45 us is not known yet)."""
     rows = tl.program_id(0) * R + tl.arange(0, R)
-    lists = lists_ptr + rows.to(tl.int64)[:, None] * ((4 << LOG_LP) + 2 * NB + S)
-    list_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr,
-                bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, lists, rows, B, V, L, NB,
-                W, S, stride, has_rep, has_freq, has_pres, counted, PENALTIES, HAS_MASK, R,
-                DIMS, LOG_LP, SLOTS, BIAS_SLOTS, DIRECT)
-
-
-@triton.jit(do_not_specialize=["B", "V", "NB", "S", "listed"])
-def apply_kernel(out_ptr, lists_ptr, B, V, NB, S, listed, R: tl.constexpr,
-                 LOG_LP: tl.constexpr, APPLY: tl.constexpr):
-    """R rows a program: the lists ``sparse_kernel`` left (DIRECT off) written over ``out``
-    once the dense kernel has written it (stream order).
-
-    Memory traffic a row: 8 LP + 8 NB + 4 S bytes of lists read (L2), one float32 store per
-    listed token. At L 2048: ~2-3 us (two dependent round trips, launch included)."""
-    rows = tl.program_id(0) * R + tl.arange(0, R)
-    row_ok = rows < B
-    rows64 = rows.to(tl.int64)[:, None]
-    apply_lists(out_ptr, lists_ptr + rows64 * ((4 << LOG_LP) + 2 * NB + S), rows64, row_ok,
-                listed, V, NB, S, LOG_LP, APPLY)
+    work = work_ptr + rows.to(tl.int64)[:, None] * (2 << LOG_LP)
+    write_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr,
+                 bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, work, rows, B, V, L, NB,
+                 W, S, stride, has_rep, has_freq, has_pres, counted, PENALTIES, HAS_MASK, R,
+                 DIMS, LOG_LP, SLOTS, BIAS_SLOTS)

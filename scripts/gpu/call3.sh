@@ -3,7 +3,7 @@
 #   1. bench of triton-logits-processors' designs serial and overlap (CUDA graphs, ceiling)
 #      at 256x151936x2048:all and 32x128256x1024:all;
 #   2. `check logits-processors --budget standard` on the default kernel (design serial) and
-#      on design overlap (scripts/gpu/lp_overlap.py:overlap), side by side;
+#      on design overlap (lp_overlap.py, since removed with the design), side by side;
 #   3. `mutate` at quick on the Triton kernels in MUTATE_KERNELS (default triton-exact and
 #      triton-tree-rejection), N mutants each (default 12), in the time left
 #      (scripts/gpu/mutate.sh, its archive $OUT/mutate.tar.gz).
@@ -22,7 +22,7 @@ step lp-designs 60 $H bench logits-processors --device cuda --cuda-graph --ceili
   --calls 30 --kernel triton-logits-processors --shape 256x151936x2048:all \
   --shape 32x128256x1024:all --launch design=serial,overlap --report-dir "$out/lp-designs"
 step lp-standard 190 $H check logits-processors --budget standard --device cuda \
-  --kernel triton-logits-processors --kernel scripts/gpu/lp_overlap.py:overlap \
+  --kernel triton-logits-processors \
   --report-dir "$out/lp-standard"
 {
   echo "commit $(cat COMMIT 2>/dev/null)"

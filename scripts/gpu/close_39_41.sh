@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU runs that close issues 39 and 41, in two device calls (PART=1, PART=2; DEADLINE,
 # default 540 s):
-#   PART=1  issue 39: the designs and sparse-kernel settings of triton-logits-processors at
+#   PART=1  issue 39: the sparse kernel's warps of triton-logits-processors at
 #           the bench's target shape (graph replay, % of ceiling); issue 41: `mutate` at
 #           quick on triton-rejection and triton-sample-logits (12 mutants each, the seed of
 #           the earlier tables), after the tails' short rows at 1e-8 (suites/rare_wins.py).
@@ -27,8 +27,7 @@ mutate_left() {  # KERNELS...: mutate.sh in what is left of the deadline
 if [ "${PART:-1}" = 1 ]; then
   step lp-bench 170 python3 -m sampling_harness bench logits-processors --device cuda \
     --cuda-graph --ceiling --repeat 3 --calls 30 --kernel triton-logits-processors \
-    --shape 256x151936x2048:all --launch design=serial,overlap --launch sparse_warps=0,16 \
-    --launch side_priority=-1,0
+    --shape 256x151936x2048:all --launch sparse_warps=8,16,32
   tar -czf "$OUT/part.tar.gz" -C /tmp part
   mutate_left triton-rejection triton-sample-logits
 elif [ "$PART" = 2 ]; then

@@ -1,7 +1,7 @@
 """Where the sparse half of triton-logits-processors spends its time (issue 39's last
 percent): CUDA-graph medians at the bench's 256x151936x2048:all batch of
 
-- the whole call (serial, overlap), the dense kernel alone, the sparse kernel alone;
+- the whole call, the dense kernel alone, the sparse kernel alone;
 - the sparse kernel alone under a VARIANT: its warps (4, 8, 16, 32), Triton's own tl.sort
   in place of the project's bitonic network, the sort left out (timing only: its values are
   wrong), penalties only (no bias, no stop ids).
@@ -54,15 +54,12 @@ def main(variant: str) -> None:
     elif variant != "base":
         raise SystemExit(f"unknown variant {variant}")
 
-    def call(design="serial"):
-        args = {k: v for k, v in inputs.items()}
-        return lp.logits_processors_launch(**args, gpu=lp.Launch(
-            block=gpu.block, warps=gpu.warps, design=design, sparse_warps=gpu.sparse_warps))
+    def call():
+        return lp.logits_processors_launch(**inputs, gpu=gpu)
 
     rows = []
     if variant == "base":
-        rows.append(("whole serial", graph_ms(call)))
-        rows.append(("whole overlap", graph_ms(lambda: call("overlap"))))
+        rows.append(("whole", graph_ms(call)))
         out = torch.empty_like(inputs["logits"])
         rows.append(("copy (ceiling)", graph_ms(lambda: out.copy_(inputs["logits"]))))
     dense = lp.launch_dense
