@@ -9,7 +9,8 @@
 #           triton-logits-processors.
 #   PART=3  `check all --budget quick` (the new tail entries on every kernel, one
 #           family-wise alpha); issue 39: `check logits-processors --budget standard` on
-#           the Triton kernel as it ships, and its bench at the defaults.
+#           the Triton kernel as it ships, its bench at the defaults, and `mutate` on it
+#           again (the overlap design's code, dead to the checks, removed).
 # summary.txt and the archives (part.tar.gz, mutate.tar.gz, mutate.txt) come back.
 set -u
 cd "$(dirname "$0")/../.."
@@ -41,5 +42,6 @@ else
   step lp-bench 100 python3 -m sampling_harness bench logits-processors --device cuda \
     --cuda-graph --ceiling --repeat 3 --calls 30 --kernel triton-logits-processors
   tar -czf "$OUT/part.tar.gz" -C /tmp part
+  mutate_left triton-logits-processors
 fi
 echo "total $(( $(date +%s) - start )) s"
