@@ -446,3 +446,30 @@ def test_ci_case_triton_exact_at_smoke(tmp_path):
     page = (tmp_path / "report.html").read_text()
     assert all(f'class="l o-{o}"' in page for o in ("killed", "gap", "equivalent", "dead"))
     assert "score (killed / killed + gap)" in out
+
+
+def test_compiled_lines_count_a_kernel_the_cache_compiled_from_another_copy(
+        tmp_path, monkeypatch):
+    """On a GPU, a kernel the Triton cache already held names, in its TTIR, the file it was
+    first compiled from (the user's own), not this run's copy: its lines still count as run,
+    matched on the file's folder and name (else all of them would be reported dead)."""
+    import sys
+    import types
+
+    from sampling_harness.mutate import coverage
+
+    copy = tmp_path / "run" / "kernels" / "race.py"
+    copy.parent.mkdir(parents=True)
+    copy.write_text("")
+    ttir = ('loc("/home/user/project/kernels/race.py":12:4) '
+            'loc("/home/user/project/other/helpers.py":3:1)')
+    compiled = types.SimpleNamespace(asm={"ttir": ttir})
+    kernel = types.SimpleNamespace(device_caches={0: ({"key": compiled},)})
+    module = types.ModuleType("copied_race")
+    module.__file__ = str(copy)
+    module.kernel = kernel
+    monkeypatch.setitem(sys.modules, "copied_race", module)
+    monkeypatch.setattr(coverage, "_jit_functions",
+                        lambda value: [value] if value is kernel else [])
+    found = coverage.compiled_lines([str(copy)])
+    assert found == {str(copy.resolve()): {12}}

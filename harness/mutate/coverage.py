@@ -123,6 +123,7 @@ def compiled_lines(files: Iterable[str]) -> dict[str, set[int]]:
     instruction of (the TTIR's locations of every kernel launched from those files)."""
     wanted = {os.path.realpath(f) for f in files}
     found: dict[str, set[int]] = {name: set() for name in wanted}
+    by_tail = {_tail(name): name for name in wanted}
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
         if not path or os.path.realpath(path) not in wanted:
@@ -134,10 +135,18 @@ def compiled_lines(files: Iterable[str]) -> dict[str, set[int]]:
                     for compiled in list(getattr(kernels, "values", lambda: [])()):
                         text = getattr(compiled, "asm", {}).get("ttir") or ""
                         for file, line in LOCATION.findall(text):
-                            real = os.path.realpath(file)
-                            if real in found:
+                            real = by_tail.get(_tail(os.path.realpath(file)))
+                            if real is not None:
                                 found[real].add(int(line))
     return found
+
+
+def _tail(path: str) -> tuple[str, ...]:
+    """A source file's folder and name: how a kernel's TTIR names it. A kernel the Triton
+    cache already held (the same source compiled from the user's own file, by an earlier
+    run) names that file, not the copy this run imported: matched on the tail, its lines
+    still count as run (else every line of it would be reported dead)."""
+    return tuple(os.path.normpath(path).split(os.sep)[-2:])
 
 
 def reached(site, coverage: dict) -> bool:
