@@ -127,6 +127,14 @@ def _uniform_kernel(out_ptr, seed, B, BLOCK: tl.constexpr):
     tl.store(out_ptr + rows, row_uniform(seed, rows), mask=rows < B)
 
 
+def scan_width(chunks: int) -> int:
+    """NC, the width of the chunk sums' prefix scan: the next power of two, at least 16 (the
+    padding is masked, its sums 0). Triton 3.6 fails to compile a float64 scan of 1 or 2
+    elements beside vectorised loads (V a multiple of 16, W >= 512: "PassManager::run
+    failed", an assertion in ScanOpToLLVM, on an H100); 16 and more compiled and ran."""
+    return max(16, next_power_of_2(chunks))
+
+
 def chunk_width(vocab: int, chunk: int = 0) -> int:
     """W: ``chunk`` (a power of two) if given, else a function of V alone, 2048 for LLM
     vocabularies."""
@@ -173,7 +181,7 @@ def inverse_cdf(probs: torch.Tensor, seed, *, chunk: int = GPU_CHUNK, warps: int
         tickets = sums
     _inverse_cdf_kernel[(row_blocks, splits)](
         probs, ids, sums, tickets, seed, batch, vocab, probs.stride(0), chunks, per_split,
-        splits, BLOCK_R=block_r, W=w, NC=next_power_of_2(chunks), SPLIT=splits > 1,
+        splits, BLOCK_R=block_r, W=w, NC=scan_width(chunks), SPLIT=splits > 1,
         STAGES=stages, num_warps=warps)
     return ids
 

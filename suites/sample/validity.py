@@ -33,6 +33,10 @@ def edge_cases(seed: int) -> dict[str, np.ndarray]:
         "one row, V=32001": normalised(rng.random(32001))[None, :],
         "two tokens, V=2": np.array([[0.5, 0.5], [1.0, 0.0], [0.0, 1.0]], dtype=np.float32),
         "odd shapes (B=7, V=129)": np.stack([normalised(rng.random(129)) for _ in range(7)]),
+        # widths a compiler specialises (multiples of 16: vector loads, other layouts), in
+        # one or two chunks of a chunked kernel (Triton 3.6 failed to compile one such)
+        "aligned rows, V=1024": np.stack([normalised(rng.random(1024)) for _ in range(3)]),
+        "aligned one-hot rows, V=4096": np.eye(4096, dtype=np.float32)[[0, 2047, 2048, 4095]],
     }
 
 
