@@ -294,7 +294,7 @@ def test_only_ids_of_a_seeded_family_are_draws():
     assert "no output part" in law.not_draws(sample, torch.zeros(2), torch.zeros(2))
 
 
-def test_the_law_test_of_a_call():
+def test_the_law_test_of_a_call(monkeypatch):
     family = SimpleNamespace(name="sample", parameters=("probs", "seed"),
                              call=lambda fn, inputs, seed: fn(inputs["probs"], seed),
                              validate=lambda output, inputs: output)
@@ -308,7 +308,7 @@ def test_the_law_test_of_a_call():
                             "fit/0", outcomes, draws=draws)
 
     def slow(p, seed):
-        time.sleep(1.0)                                             # 64 x 1 s > 60 s
+        time.sleep(0.2)                                 # 4 timed draws: 64 x 0.2 s > 10 s
         return kernel(lambda s: s)(p, seed)
 
     same = test(kernel(lambda s: s + 12345), draws=4096)
@@ -320,7 +320,8 @@ def test_the_law_test_of_a_call():
     assert weak["reason"].startswith("too weak to clear it")
     peaked = torch.eye(8)[:4]
     assert test(kernel(lambda s: s, peaked))["verdict"] == "differs"
-    assert "would take" in test(slow)["reason"] and law.SECONDS < 64 * 1.0
+    monkeypatch.setattr(law, "SECONDS", 10.0)
+    assert "would take" in test(slow)["reason"]
     assert "too large" in test(kernel(lambda s: s), outcomes=law.OUTCOMES)["reason"]
 
     def raises(p, seed):

@@ -75,7 +75,8 @@ POWER = 0.99               # the power at which the detectable deviation is stat
 DRAWS = {"cuda": 4096, "cpu": 256}   # M by device: calls of each kernel on the inputs
 MIN_DRAWS = 32             # fewer (a very large output) and the law is not tested
 OUTCOMES = 1 << 23         # ids kept per kernel at most (64 MiB of int64): M x B x W
-SECONDS = 60.0             # the 2 M calls may take this long (estimated), or none is made
+SECONDS = 120.0            # the 2 M calls may take this long (estimated), or none is made
+TIMED = 4                  # the first calls of each kernel, timed for the estimate
 PAD = -1                   # fills a short row of ids (lists of drafts)
 MAX_TV = 0.05              # same-law needs a test that sees this total variation a row
 
@@ -222,8 +223,9 @@ def law_test(family, original_fn, mutant_fn, inputs: dict, seed, key: str,
     "untested" (with ``reason``: too slow, too large, a call that failed, no df).
     ``draws`` (M): by default ``DRAWS`` of the inputs' device type.
     ``batch_outcomes``: the ids of one output (B x W), which bound M by ``OUTCOMES``. The
-    cost is estimated from the first draw of each kernel (both already ran on these shapes:
-    no compilation in it); over ``SECONDS`` no more are made."""
+    cost is estimated from the first TIMED draws of each kernel (both already ran on these
+    shapes: no compilation in them; one draw's time alone, beside a busy run's other
+    workers, is noisy); over ``SECONDS`` no more are made."""
     if draws is None:
         devices = {v.device.type for v in inputs.values() if isinstance(v, torch.Tensor)}
         draws = DRAWS["cuda" if "cuda" in devices else "cpu"]
@@ -242,12 +244,13 @@ def law_test(family, original_fn, mutant_fn, inputs: dict, seed, key: str,
             return family.validate(family.call(fn, fresh, s), inputs)
         return one
     try:
-        heads = [sample(call(fn), chosen[:1], f"{key}/{who}") for who, fn, chosen in kernels]
-        estimate = draws * (time.perf_counter() - started)
+        heads = [sample(call(fn), chosen[:TIMED], f"{key}/{who}")
+                 for who, fn, chosen in kernels]
+        estimate = draws / TIMED * (time.perf_counter() - started)
         if estimate > SECONDS:
             return {"verdict": "untested", "reason": f"{2 * draws} calls would take about "
                     f"{estimate:.0f} s (over {SECONDS:.0f} s)"}
-        samples = [torch.cat([head, sample(call(fn), chosen[1:], f"{key}/{who}", 1)])
+        samples = [torch.cat([head, sample(call(fn), chosen[TIMED:], f"{key}/{who}", TIMED)])
                    for head, (who, fn, chosen) in zip(heads, kernels, strict=True)]
     except Exception as exc:         # a crash or an invalid output on other seeds: a gap
         return {"verdict": "untested", "reason": f"a kernel failed on a fresh seed: "
