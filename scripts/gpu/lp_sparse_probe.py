@@ -4,11 +4,12 @@ percent): CUDA-graph medians at the bench's 256x151936x2048:all batch of
 - the whole call, the dense kernel alone, the sparse kernel alone;
 - the sparse kernel alone under a VARIANT: its warps (4, 8, 16, 32), Triton's own tl.sort
   in place of the project's bitonic network, the sort left out (timing only: its values are
-  wrong), penalties only (no bias, no stop ids).
+  wrong), penalties only (no bias, no stop ids), R rows a program (rows=R), registers
+  capped (maxnreg=N); ``once``: two eager calls and nothing else (what ncu profiles).
 
 One variant a process (a swapped jit helper must be the one compiled):
     python3 scripts/gpu/lp_sparse_probe.py VARIANT     (VARIANT: base, warps=N, tl-sort,
-    no-sort, penalties-only)
+    no-sort, penalties-only, rows=R, maxnreg=N, once)
 prints one line a timing: ``variant what ms``.
 """
 
@@ -42,8 +43,25 @@ def graph_ms(fn) -> float:
 def main(variant: str) -> None:
     inputs = bench_batch("256x151936x2048:all", torch.device("cuda"))
     gpu = lp.GPU
+    launch = None
     if variant.startswith("warps="):
         gpu = lp.Launch(block=gpu.block, warps=gpu.warps, sparse_warps=int(variant[6:]))
+    elif variant.startswith("rows="):                   # rows a program, 16 warps
+        launch = lp.Launch(block=gpu.block, warps=gpu.warps, rows=int(variant[5:]),
+                           sparse_warps=16)
+    elif variant.startswith("maxnreg="):                # registers a thread, 16 warps
+        real, most = lp.sparse_kernel, int(variant[8:])
+
+        class Capped:
+            def __getitem__(self, grid):
+                return lambda *a, **k: real[grid](*a, **k, maxnreg=most)
+        lp.sparse_kernel = Capped()
+    elif variant == "once":                             # one eager call (for ncu)
+        lp.logits_processors_launch(**inputs)
+        torch.cuda.synchronize()
+        lp.logits_processors_launch(**inputs)
+        torch.cuda.synchronize()
+        return
     elif variant == "tl-sort":
         sparse.bitonic_sort = builtin_sort
     elif variant == "no-sort":
@@ -55,11 +73,10 @@ def main(variant: str) -> None:
         raise SystemExit(f"unknown variant {variant}")
 
     def call():
-        return lp.logits_processors_launch(**inputs, gpu=gpu)
+        return lp.logits_processors_launch(**inputs, gpu=gpu, launch=launch)
 
-    rows = []
+    rows = [("whole", graph_ms(call))]
     if variant == "base":
-        rows.append(("whole", graph_ms(call)))
         out = torch.empty_like(inputs["logits"])
         rows.append(("copy (ceiling)", graph_ms(lambda: out.copy_(inputs["logits"]))))
     dense = lp.launch_dense
