@@ -16,8 +16,10 @@ penalties, then x + b with the penalties for biased tokens, then -inf for the st
 of rows under min_tokens, each -inf where the bitmask forbids it) and writes it over the
 dense value, barriers between the three phases (a later one overwrites an earlier one's
 tokens). The sparse kernel is launched only when a sparse processor has work (the bitmask
-alone: one launch). H100, 256 x 151936 x 2048, every processor: 0.109 ms dense + 0.064 ms
-sparse alone, 0.181 ms the call (docs/measurements/bench.md).
+alone: one launch). H100, 256 x 151936 x 2048, every processor: 0.109 ms dense + 0.049 ms
+sparse alone, 0.161 ms the call (docs/measurements/bench.md). The sparse kernel's 512
+threads took 82 registers each (Nsight Compute): one program an SM, 256 programs in two
+waves; capped at 64 (``sparse_regs``), two programs share an SM and the 256 run in one.
 Two other designs were measured and removed: one launch (a row block's listing program
 beside its column chunks, the last to take a ticket applying the lists; 42 % of the
 ceiling), and the sparse kernel's lists made on a side stream beside the dense kernel, then
@@ -64,6 +66,7 @@ class Launch:
     warps: int                   # dense kernel's warps
     rows: int = 1                # rows a program, both kernels (a power of two)
     sparse_warps: int = 0        # sparse kernel's warps; 0: ``sort_warps``
+    sparse_regs: int = 64        # the sparse kernel's registers a thread at most (0: no cap)
 
 
 # the defaults of logits_processors_triton's keyword launch settings
@@ -80,7 +83,7 @@ def launch_for(batch: int, vocab: int, history: int, device: torch.device,
         return replace(gpu, rows=1, sparse_warps=gpu.sparse_warps or sort_warps(history))
     block = max(32, min(CPU_BLOCK, next_power_of_2(vocab)))
     widest = max(block, next_power_of_2(history))
-    return Launch(block=block, warps=4, sparse_warps=4,
+    return Launch(block=block, warps=4, sparse_warps=4, sparse_regs=0,
                   rows=max(1, min(next_power_of_2(batch), CPU_TILE // widest)))
 
 
@@ -142,7 +145,7 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
         sparse_kernel[(row_blocks,)](    # after the dense writes, in stream order
             logits, out, *operands, work, *scalars, *flags, SLOTS=SLOTS,
             BIAS_SLOTS=BIAS_SLOTS, num_warps=launch.sparse_warps or sort_warps(history),
-            **constants)
+            **({"maxnreg": launch.sparse_regs} if launch.sparse_regs else {}), **constants)
     return out
 
 
@@ -161,12 +164,14 @@ def logits_processors_triton(logits, token_ids, num_prompt_tokens, *, repetition
 
 
 def with_launch(block: int = GPU.block, warps: int = GPU.warps,
-                sparse_warps: int = GPU.sparse_warps):
+                sparse_warps: int = GPU.sparse_warps, sparse_regs: int = GPU.sparse_regs):
     """``logits_processors_triton`` under other GPU launch settings (``bench --launch``):
     the dense kernel's ``block`` (columns a program) and ``warps``; the sparse kernel's
-    ``sparse_warps`` (0: by the history). The interpreter takes its own blocks."""
+    ``sparse_warps`` (0: by the history) and ``sparse_regs`` (registers a thread at most,
+    0: the compiler's choice). The interpreter takes its own blocks."""
     return functools.partial(logits_processors_launch,
-                             gpu=Launch(block=block, warps=warps, sparse_warps=sparse_warps))
+                             gpu=Launch(block=block, warps=warps, sparse_warps=sparse_warps,
+                                        sparse_regs=sparse_regs))
 
 
 logits_processors_triton.with_launch = with_launch

@@ -11,6 +11,9 @@
 #           family-wise alpha); issue 39: `check logits-processors --budget standard` on
 #           the Triton kernel as it ships, its bench at the defaults, and `mutate` on it
 #           again (the overlap design's code, dead to the checks, removed).
+#   PART=4  issue 39: the sparse kernel's register cap (sparse_regs) swept at the target
+#           shape, the bench at the defaults, `check logits-processors --budget standard`
+#           and `mutate` on the Triton kernel as it ships.
 # summary.txt and the archives (part.tar.gz, mutate.tar.gz, mutate.txt) come back.
 set -u
 cd "$(dirname "$0")/../.."
@@ -31,6 +34,17 @@ if [ "${PART:-1}" = 1 ]; then
     --shape 256x151936x2048:all --launch sparse_warps=8,16,32
   tar -czf "$OUT/part.tar.gz" -C /tmp part
   mutate_left triton-rejection triton-sample-logits
+elif [ "$PART" = 4 ]; then
+  step lp-regs 120 python3 -m sampling_harness bench logits-processors --device cuda \
+    --cuda-graph --ceiling --repeat 3 --calls 30 --kernel triton-logits-processors \
+    --shape 256x151936x2048:all --launch sparse_regs=0,48,56,64,80
+  step lp-bench 100 python3 -m sampling_harness bench logits-processors --device cuda \
+    --cuda-graph --ceiling --repeat 3 --calls 30 --kernel triton-logits-processors
+  step lp-standard 150 python3 -m sampling_harness check logits-processors \
+    --budget standard --device cuda --kernel triton-logits-processors \
+    --report-dir "$out/lp-standard"
+  tar -czf "$OUT/part.tar.gz" -C /tmp part
+  mutate_left triton-logits-processors
 elif [ "$PART" = 2 ]; then
   mutate_left triton-rejection triton-logits-processors
 else
