@@ -17,7 +17,8 @@ of rows under min_tokens, each -inf where the bitmask forbids it) and writes it 
 dense value, barriers between the three phases (a later one overwrites an earlier one's
 tokens). The sparse kernel is launched only when a sparse processor has work (the bitmask
 alone: one launch). H100, 256 x 151936 x 2048, every processor: 0.109 ms dense + 0.049 ms
-sparse alone, 0.161 ms the call (docs/measurements/bench.md). The sparse kernel's 512
+sparse alone (scripts/gpu/lp_sparse_probe.py), 0.165 ms the call in the bench, 74 % of
+its read ceiling (docs/measurements/bench.md). The sparse kernel's 512
 threads took 82 registers each (Nsight Compute): one program an SM, 256 programs in two
 waves; capped at 64 (``sparse_regs``), two programs share an SM and the 256 run in one.
 Two other designs were measured and removed: one launch (a row block's listing program
