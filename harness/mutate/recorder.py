@@ -21,9 +21,7 @@ runs give them the same draws the recorder seeds that generator before each chec
 each call, from the check's name and the next call's place (``reseed``): every call starts
 from its own fixed state, in the original's run and in a mutant's alike.
 
-Digests are of the exact bits (``tensor_digest``): BLAKE2b of a CPU tensor's bytes; a GPU
-tensor's bits summed on the GPU with two independent position-dependent weights, modulo
-2^64.
+Digests are of the exact bits (harness/mutate/fingerprint.py).
 """
 
 from __future__ import annotations
