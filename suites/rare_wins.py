@@ -82,11 +82,12 @@ def scale_record(scale: float, vocab: int, mass: float, planned: int, found, alp
 
 
 FLOAT32_FLOOR_SCALE = 1e-8     # where noise wrong below about 2^-24 changes rare wins most
-SHORT_ROW = 1024               # tokens of the short rows at that scale: one chunk, one tile
+LONG_ROW = 2**17               # tokens of a tail row at most (its rare tokens M = 0.01 / r)
+SHORT_ROW = 1024               # tokens of the short rows at 1e-8: one chunk, one tile
 
 
-def device_scales(ctx, scales, short_rows: bool = True) -> tuple[tuple[float, int | None], ...]:
-    """The sweep's entries (scale, vocabulary cap; None: the family's own): the budget's
+def device_scales(ctx, scales, short_rows: bool = True) -> tuple[tuple[float, int], ...]:
+    """The sweep's entries (scale, tokens a row at most: LONG_ROW, or SHORT_ROW): the budget's
     scales, and on a GPU, where they reach 1e-6, two more at 1e-8, where noise wrong below
     about 2^-24 changes the rare wins by a large factor (float32 exponential noise, its
     2^-24 floor, loses about 99 % of them; -log(1 - u) in float32 for -log1p(-u), q
@@ -108,10 +109,10 @@ def device_scales(ctx, scales, short_rows: bool = True) -> tuple[tuple[float, in
     contract takes a request at a time in Python (spec-decode's proposer) cannot make the
     1.6e8 short rows in time either: ``short_rows`` False. The entries take their share of
     alpha like the others (Bonferroni)."""
-    entries = tuple((scale, None) for scale in scales)
+    entries = tuple((scale, LONG_ROW) for scale in scales)
     if ctx.device.type == "cuda" and min(scales) <= 1e-6:
         if min(scales) > FLOAT32_FLOOR_SCALE:
-            entries += ((FLOAT32_FLOOR_SCALE, None),)
+            entries += ((FLOAT32_FLOOR_SCALE, LONG_ROW),)
         if short_rows:
             entries += ((FLOAT32_FLOOR_SCALE, SHORT_ROW),)
     return entries
@@ -122,11 +123,11 @@ def scale_sweep(ctx, scales, expected: float, setup, cap: int | None = None,
     """The sequential test at every entry of ``device_scales(ctx, scales, short_rows)`` (of
     ``scales`` alone where the events are not ``rare_tokens`` of a row: accepted drafts), alpha
     split over the entries (Bonferroni) and the looks. ``setup(scale, vocab)`` gives (exact
-    event rate, tokens per trial, ``draw``) at ``scale``, rows of at most ``vocab`` tokens
-    (None: the family's own cap); the planned trials make ``expected`` events under H0, at
-    most ``cap``. Returns (records, alpha per look)."""
+    event rate, tokens per trial, ``draw``) at ``scale``, rows of at most ``vocab`` tokens;
+    the planned trials make ``expected`` events under H0, at most ``cap``. Returns
+    (records, alpha per look)."""
     entries = (device_scales(ctx, scales, short_rows) if rare_tokens
-               else tuple((scale, None) for scale in scales))
+               else tuple((scale, LONG_ROW) for scale in scales))
     alpha_look = looks_alpha(bonferroni(ctx.alpha, len(entries)), LOOKS)
     records = []
     for scale, most in entries:
@@ -136,12 +137,12 @@ def scale_sweep(ctx, scales, expected: float, setup, cap: int | None = None,
         ctx.plan(ctx.shard.size(planned) * vocab)
         found = sequential_wins(draw, planned, mass, alpha_look, ctx.shard)
         records.append({**scale_record(scale, vocab, mass, planned, found, alpha_look,
-                                       ctx.budget.power), "short_row": most is not None})
+                                       ctx.budget.power), "short_row": most == SHORT_ROW})
     return records, alpha_look
 
 
 def scale_label(record: dict) -> str:
-    """``1e-06``, or ``1e-08 (V 64)`` for a short-row entry."""
+    """``1e-06``, or ``1e-08 (V 1024)`` for a short-row entry."""
     short = record.get("short_row")
     return f"{record['scale']:g}" + (f" (V {record['vocab']})" if short else "")
 

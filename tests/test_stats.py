@@ -320,14 +320,14 @@ def test_a_gpu_quick_tail_adds_the_float32_floor_scale():
 
     import torch
 
-    from sampling_harness.suites.rare_wins import SHORT_ROW, device_scales
+    from sampling_harness.suites.rare_wins import LONG_ROW, SHORT_ROW, device_scales
 
     gpu, cpu = (SimpleNamespace(device=torch.device(kind)) for kind in ("cuda", "cpu"))
-    family = [(1e-2, None), (1e-4, None), (1e-6, None)]
+    family = [(1e-2, LONG_ROW), (1e-4, LONG_ROW), (1e-6, LONG_ROW)]
     assert device_scales(gpu, (1e-2, 1e-4, 1e-6)) == (
-        *family, (1e-8, None), (1e-8, SHORT_ROW))
-    assert device_scales(gpu, (1e-2, 1e-4, 1e-6), short_rows=False) == (*family, (1e-8, None))
+        *family, (1e-8, LONG_ROW), (1e-8, SHORT_ROW))
+    assert device_scales(gpu, (1e-2, 1e-4, 1e-6), short_rows=False) == (*family, (1e-8, LONG_ROW))
     assert device_scales(cpu, (1e-2, 1e-4, 1e-6)) == tuple(family)
     assert device_scales(gpu, (1e-2, 1e-4, 1e-6, 1e-8)) == (
-        *family, (1e-8, None), (1e-8, SHORT_ROW))
-    assert device_scales(gpu, (1e-2,)) == ((1e-2, None),)
+        *family, (1e-8, LONG_ROW), (1e-8, SHORT_ROW))
+    assert device_scales(gpu, (1e-2,)) == ((1e-2, LONG_ROW),)

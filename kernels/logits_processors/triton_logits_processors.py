@@ -6,7 +6,7 @@ Memory traffic: the logits read once and the result written once (float32 [B, V]
 bitmask's words read beside their columns (4 bytes per 32 columns), each row's history
 (int64 [B, L]) read once; the few tokens the sparse processors touch (history, bias and stop
 ids, at most L + NB + S a row) read again from the logits (gathers) and written again, the
-sort's work space (16 LP bytes a row, L2) written and read back.
+sort's work space (8 LP bytes a row, L2) written and read back.
 
 The two kernels, in stream order: the dense kernel, y = x (float32) where the bitmask
 allows the token (bit t mod 32 of word t // 32, least significant first; no token past

@@ -10,12 +10,7 @@
 # summary.txt and the archives come back in $OUT.
 set -u
 cd "$(dirname "$0")/../.."
-source scripts/gpu-env.sh
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-out=/tmp/call3; rm -rf "$out"; mkdir -p "$out"
-start=$(date +%s)
-deadline=${DEADLINE:-540}
-source scripts/gpu/steps.sh
+source scripts/gpu/steps.sh call3
 STEP_TAIL=12
 H="python3 -m sampling_harness"
 step lp-designs 60 $H bench logits-processors --device cuda --cuda-graph --ceiling --repeat 2 \

@@ -17,12 +17,7 @@
 # summary.txt and the archives (part.tar.gz, mutate.tar.gz, mutate.txt) come back.
 set -u
 cd "$(dirname "$0")/../.."
-source scripts/gpu-env.sh
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-out=/tmp/part; rm -rf "$out"; mkdir -p "$out"
-start=$(date +%s)
-deadline=${DEADLINE:-540}
-source scripts/gpu/steps.sh
+source scripts/gpu/steps.sh part
 STEP_TAIL=30
 mutate_left() {  # KERNELS...: mutate.sh in what is left of the deadline
   local left=$(( deadline - ($(date +%s) - start) - 15 ))

@@ -14,12 +14,7 @@
 # Usage: [DEADLINE=540] bash scripts/gpu/new_families.sh
 set -u
 cd "$(dirname "$0")/../.."
-source scripts/gpu-env.sh
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-out=/tmp/new-families; rm -rf "$out"; mkdir -p "$out"
-start=$(date +%s)
-deadline=${DEADLINE:-540}
-source scripts/gpu/steps.sh
+source scripts/gpu/steps.sh new-families
 STEP_TAIL=6
 summary() {  # report.json -> seconds of every check, one line each
   python3 - "$1" <<'PY'

@@ -12,12 +12,7 @@
 # summary.txt and the archives (open-work.tar.gz, mutate.tar.gz, mutate.txt) come back.
 set -u
 cd "$(dirname "$0")/../.."
-source scripts/gpu-env.sh
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-out=/tmp/open-work; rm -rf "$out"; mkdir -p "$out"
-start=$(date +%s)
-deadline=${DEADLINE:-540}
-source scripts/gpu/steps.sh
+source scripts/gpu/steps.sh open-work
 STEP_TAIL=12
 step lp-probe 120 bash -c 'for variant in base warps=4 warps=16 warps=32 tl-sort no-sort \
   penalties-only; do timeout 40 python3 scripts/gpu/lp_sparse_probe.py "$variant" 2>&1 \

@@ -1,6 +1,16 @@
-# Sourced by the GPU scripts after they set $out, $start and $deadline: each step runs under
-# min(its limit, the time left before the deadline), its log in $out/NAME.log, its last
-# $STEP_TAIL lines (default 80) printed, then its exit code and seconds.
+# Sourced by the GPU scripts from the repository root. `source scripts/gpu/steps.sh RUN`
+# sets up a run: the environment (scripts/gpu-env.sh), $OUT (default /tmp/out) made, a fresh
+# /tmp/RUN as $out, the clock ($start) and $deadline (DEADLINE, default 540 s); without RUN
+# the caller has set $out, $start and $deadline. Each `step` then runs under min(its limit,
+# the time left before the deadline), its log in $out/NAME.log, its last $STEP_TAIL lines
+# (default 80) printed, then its exit code and seconds.
+if [ -n "${1:-}" ]; then
+  source scripts/gpu-env.sh
+  OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+  out=/tmp/$1; rm -rf "$out"; mkdir -p "$out"
+  start=$(date +%s)
+  deadline=${DEADLINE:-540}
+fi
 step() {  # NAME MAX_SECONDS COMMAND...
   local name=$1 most=$2 left t0 code; shift 2
   left=$(( deadline - ($(date +%s) - start) ))

@@ -24,18 +24,21 @@ import numpy as np
 import torch
 
 from sampling_harness.reference.rejection import residual
-from sampling_harness.suites.rare_wins import scale_label, scale_sweep, tail_outcome
+from sampling_harness.suites.rare_wins import (
+    LONG_ROW,
+    scale_label,
+    scale_sweep,
+    tail_outcome,
+)
 from sampling_harness.suites.sample.distributions import tail_row
 from sampling_harness.verdict import Outcome
 
-TAIL_MAX_VOCAB = 2**17
 
-
-def residual_tail(scale: float, seed: int, vocab: int | None = None
+def residual_tail(scale: float, seed: int, vocab: int = LONG_ROW
                   ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """(p, q, d, rare mask) over V = M + 2 tokens, float32 p and q: the draft d has p(d) = 0
     and q(d) = 1/2, the head q(head) = 1/2, the rare tokens q = 0."""
-    row, rare = tail_row(scale, (vocab or TAIL_MAX_VOCAB) - 1, seed)
+    row, rare = tail_row(scale, vocab - 1, seed)
     d = int(np.random.default_rng(seed + 1).integers(row.size + 1))
     p = np.insert(row, d, 0.0).astype(np.float32)
     rare = np.insert(rare, d, False)

@@ -20,14 +20,12 @@ from sampling_harness.suites.sample.distributions import tail_row
 from sampling_harness.suites.sample.draws import rows_per_call
 from sampling_harness.verdict import Outcome
 
-TAIL_MAX_VOCAB = 2**17
-
 
 def tail(ctx) -> Outcome:
     seeds = ctx.rank_seeds()
 
     def setup(scale, vocab):
-        row, rare = tail_row(scale, vocab or TAIL_MAX_VOCAB, ctx.seed)
+        row, rare = tail_row(scale, vocab, ctx.seed)
         probs = torch.as_tensor(row, device=ctx.device).repeat(rows_per_call(ctx, row.size), 1)
         rare_t = torch.as_tensor(rare, device=ctx.device)
 

@@ -21,21 +21,20 @@ import math
 import numpy as np
 import torch
 
-from sampling_harness.suites.rare_wins import scale_sweep, tail_outcome
+from sampling_harness.suites.rare_wins import LONG_ROW, scale_sweep, tail_outcome
 from sampling_harness.suites.sample.draws import rows_per_call
 from sampling_harness.suites.sample_logits.rows import Rows
 from sampling_harness.verdict import Outcome
 
-TAIL_MAX_VOCAB = 2**17
 JUNK = 16
 TEMPERATURE = 0.5
 
 
-def tail_rows(scale: float, seed: int, vocab: int | None = None,
+def tail_rows(scale: float, seed: int, vocab: int = LONG_ROW,
               rare_mass: float = 0.01) -> tuple[Rows, np.ndarray]:
     """(the row, its rare mask): M = rare_mass / scale rare tokens, capped so that the row
-    has at most ``vocab`` tokens (None: TAIL_MAX_VOCAB)."""
-    rare = int(min(max(1, round(rare_mass / scale)), (vocab or TAIL_MAX_VOCAB) - 1 - JUNK))
+    has at most ``vocab`` tokens."""
+    rare = int(min(max(1, round(rare_mass / scale)), vocab - 1 - JUNK))
     vocab = rare + 1 + JUNK
     rng = np.random.default_rng(seed)
     slots = rng.permutation(vocab)

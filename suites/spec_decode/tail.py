@@ -28,7 +28,6 @@ from sampling_harness.suites.rare_wins import scale_label, scale_sweep, tail_out
 from sampling_harness.suites.sample.distributions import tail_row
 from sampling_harness.verdict import Outcome
 
-TAIL_MAX_VOCAB = 2**17
 MAX_MODEL_LEN = 2**20
 
 
@@ -42,8 +41,8 @@ def softmax64(logits: np.ndarray) -> np.ndarray:
 def tail(ctx) -> Outcome:
     seeds = ctx.rank_seeds()
 
-    def setup(scale, _vocab):
-        row, rare = tail_row(scale, TAIL_MAX_VOCAB, ctx.seed)
+    def setup(scale, vocab):
+        row, rare = tail_row(scale, vocab, ctx.seed)
         logits = np.log(row.astype(np.float64)).astype(np.float32)
         per_call = max(1, ctx.max_call_elements // row.size)
         table = torch.as_tensor(logits, device=ctx.device)[None]
