@@ -26,6 +26,31 @@ def noise_floor(probs, seed):
     return _race64(probs, noise)
 
 
+def chunked_fp32_noise(probs, seed, chunk=2048):
+    """A two-level race: chunks race on float64 noise with their masses, then the winning
+    chunk's tokens on float32 noise floored at 2^-24 (``noise_floor``'s). Only tokens that
+    share a chunk with a much heavier one are lost, so a long row's tail hides it."""
+    generator = seeded_generator(probs.device, seed)
+    batch, vocab = probs.shape
+    table = torch.nn.functional.pad(probs.to(torch.float64), (0, -vocab % chunk))
+    table = table.view(batch, -1, chunk)
+    mass = table.sum(dim=2)
+    winner = _race64(mass, torch.empty_like(mass).exponential_(generator=generator))
+    inside = table[torch.arange(batch, device=probs.device), winner]
+    u = torch.rand(inside.shape, generator=generator, device=probs.device)
+    scores = inside / u.to(torch.float64).add_(2.0**-25).log_().neg_()
+    return winner * chunk + scores.masked_fill_(inside <= 0, -1.0).argmax(dim=-1)
+
+
+def aligned_width_fails(probs, seed):
+    """Builds for every width but a multiple of 16 in one or two chunks of 2048: the
+    Triton 3.6 compile failure of triton-inverse-cdf (V 512-4096)."""
+    vocab = probs.shape[1]
+    if vocab % 16 == 0 and 512 <= vocab <= 4096:
+        raise RuntimeError("PassManager::run failed")
+    return _race64(probs, _exp64(probs, seed))
+
+
 def topk_truncated(probs, seed, k=1024):
     top = probs.topk(min(k, probs.shape[1]), dim=-1)
     noise = _exp64(top.values, seed)

@@ -10,7 +10,8 @@ from sampling_harness.suites.sample.contract import BUDGETS, bench_probs, valida
 
 CHECKS = (
     Check("validity", validity.validity, sanitize=True, detects=(
-        "a broken contract (shape, dtype, device, id range), a zero-probability token drawn, "
+        "a broken contract (shape, dtype, device, id range, a width it cannot build for), "
+        "a zero-probability token drawn, "
         "ids that change between two calls with one seed, a raise, a hang, a stray write")),
     Check("fit_curated", fit.fit_curated, statistical=True, detects=(
         "a wrong distribution on curated rows: total variation over fit_tv on pooled bins, "
@@ -24,7 +25,8 @@ CHECKS = (
         "seeds (shared noise, streams keyed by seed + row)")),
     Check("tail", tail.tail, statistical=True, detects=(
         "rare tokens winning too seldom or too often for their mass (a noise floor, a "
-        "truncated candidate set)")),
+        "truncated candidate set; on a GPU, in short rows of one chunk, wrong token-level "
+        "noise in a two-level race)")),
     Check("batch_invariance", batch_invariance.batch_invariance, many_shapes=True, detects=(
         "a request's token moving with its batch: the batch size, its batch-mates' rows, "
         "and with per-request seeds its position, batch-mates' seeds or unseeded "
@@ -37,6 +39,18 @@ MUTANTS = (
            caught_by=("tail",), budget="standard", gpu_budget="quick",
            bug=("float32 exponential noise floored at 2^-24: rare tokens far below the head never "
                 "win")),
+    Mutant("chunked-fp32-noise",
+           "sampling_harness.kernels.mutants.sample_mutants:chunked_fp32_noise",
+           caught_by=("tail",), budget="quick", devices=("cuda",),
+           bug=("a two-level race (chunks of 2048, then the winner's tokens) with float32 token "
+                "noise: only the rare tokens sharing the head's chunk are lost, about 2 % of a "
+                "long row's; seen by the tail's short rows at 1e-8, drawn on a GPU only")),
+    Mutant("aligned-width-fails",
+           "sampling_harness.kernels.mutants.sample_mutants:aligned_width_fails",
+           caught_by=("validity",), budget="quick",
+           bug=("the kernel fails to build for V a multiple of 16 in one or two chunks "
+                "(triton-inverse-cdf on Triton 3.6, V 512-4096): every edge case of odd width "
+                "passes")),
     Mutant("topk-truncated", "sampling_harness.kernels.mutants.sample_mutants:topk_truncated",
            caught_by=("tail",), budget="quick",
            bug="a fast path races only the top 1024 tokens: the long tail is never sampled"),
