@@ -68,6 +68,9 @@ class Launch:
     rows: int = 1                # rows a program, both kernels (a power of two)
     sparse_warps: int = 0        # sparse kernel's warps; 0: ``sort_warps``
     sparse_regs: int = 64        # the sparse kernel's registers a thread at most (0: no cap)
+    sparse_rows: int = 0         # rows a sparse program (0: ``rows``)
+    pdl: bool = False            # the sparse kernel a programmatic dependent of the dense one
+    dense_per_sm: int = 0        # dense programs an SM, looping over tiles (0: a tile each)
 
 
 # the defaults of logits_processors_triton's keyword launch settings
@@ -94,6 +97,14 @@ def sort_warps(history: int) -> int:
     return min(32, max(4, (1 << history_bucket(history)) // 128))
 
 
+@functools.cache
+def streaming_multiprocessors(device: torch.device) -> int:
+    """The GPU's SM count (1 off a GPU: the interpreter's grid stays a tile a program)."""
+    if device.type != "cuda":
+        return 1
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def history_bucket(history: int) -> int:
     """log2 of the sorted width of a history of ``history`` ids: the next power of two, at
     least 2^SMALLEST_SORT (one compiled variant per power)."""
@@ -116,7 +127,8 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
     out = torch.empty((batch, vocab), dtype=torch.float32, device=logits.device)
     if batch == 0 or vocab == 0:
         return out
-    row_blocks = cdiv(batch, launch.rows)
+    sparse_rows = launch.sparse_rows or launch.rows
+    row_blocks = cdiv(batch, sparse_rows)
     penalties = [p is not None for p in (repetition_penalty, frequency_penalty,
                                          presence_penalty)]
     sorting = any(penalties) and history > 0
@@ -134,18 +146,22 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
               stop_token_ids.shape[1] if stop else 0)
     # the sort's work space, 2 LP int32 words a row (held across calls; tickets unused)
     _, work = split_scratch("triton-logits-processors", logits.device, 1,
-                            row_blocks * launch.rows * (2 << log_lp), (torch.int32,))
+                            row_blocks * sparse_rows * (2 << log_lp), (torch.int32,))
     scalars = (batch, vocab, history, *widths, logits.stride(0))
     flags = (*(int(p) for p in penalties), history if stop else 0)
-    constants = dict(PENALTIES=sorting, HAS_MASK=allowed_bitmask is not None, R=launch.rows,
-                     DIMS=(launch.rows - 1).bit_length() + log_lp, LOG_LP=log_lp)
+    constants = dict(PENALTIES=sorting, HAS_MASK=allowed_bitmask is not None, R=sparse_rows,
+                     DIMS=(sparse_rows - 1).bit_length() + log_lp, LOG_LP=log_lp)
+    sparse = sorting or widths[0] or widths[2]  # else the bitmask at most: nothing sparse
+    pdl = launch.pdl and sparse
 
     launch_dense(logits, out, operands[7] if allowed_bitmask is not None else None,
-                 widths[1], launch.rows, launch.block, launch.warps)
-    if sorting or widths[0] or widths[2]:  # else nothing sparse to do: the bitmask at most
-        sparse_kernel[(row_blocks,)](    # after the dense writes, in stream order
+                 widths[1], launch.rows, launch.block, launch.warps,
+                 launch.dense_per_sm * streaming_multiprocessors(logits.device), pdl)
+    if sparse:                           # after the dense writes, in stream order
+        sparse_kernel[(row_blocks,)](
             logits, out, *operands, work, *scalars, *flags, SLOTS=SLOTS,
             BIAS_SLOTS=BIAS_SLOTS, num_warps=launch.sparse_warps or sort_warps(history),
+            PDL=pdl, **({"launch_pdl": True} if pdl else {}),
             **({"maxnreg": launch.sparse_regs} if launch.sparse_regs else {}), **constants)
     return out
 
@@ -165,14 +181,17 @@ def logits_processors_triton(logits, token_ids, num_prompt_tokens, *, repetition
 
 
 def with_launch(block: int = GPU.block, warps: int = GPU.warps,
-                sparse_warps: int = GPU.sparse_warps, sparse_regs: int = GPU.sparse_regs):
+                sparse_warps: int = GPU.sparse_warps, sparse_regs: int = GPU.sparse_regs,
+                sparse_rows: int = GPU.sparse_rows, pdl: bool = GPU.pdl,
+                dense_per_sm: int = GPU.dense_per_sm):
     """``logits_processors_triton`` under other GPU launch settings (``bench --launch``):
     the dense kernel's ``block`` (columns a program) and ``warps``; the sparse kernel's
     ``sparse_warps`` (0: by the history) and ``sparse_regs`` (registers a thread at most,
     0: the compiler's choice). The interpreter takes its own blocks."""
     return functools.partial(logits_processors_launch,
                              gpu=Launch(block=block, warps=warps, sparse_warps=sparse_warps,
-                                        sparse_regs=sparse_regs))
+                                        sparse_regs=sparse_regs, sparse_rows=sparse_rows,
+                                        pdl=pdl, dense_per_sm=dense_per_sm))
 
 
 logits_processors_triton.with_launch = with_launch

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_wait
 
 BIG = tl.constexpr(2**30 - 1)          # the key of padding, after every token's (V < 2^29)
 
@@ -92,11 +93,11 @@ def penalised(v, seen, count, rep, freq, pres):
 
 
 @triton.jit
-def write_history(logits_ptr, ids_ptr, mask_ptr, work, out_rows, rows64, row_ok, prompt, V,
+def history_values(logits_ptr, ids_ptr, mask_ptr, work, rows64, row_ok, prompt, V,
                   L, W, stride, rep, freq, pres, HAS_MASK: tl.constexpr, DIMS: tl.constexpr,
                   LOG_LP: tl.constexpr):
-    """The history's values (no bias) written at ``out_rows`` + token ([R, 1] pointers);
-    returns (sorted keys [R, LP], output length [R, 1])."""
+    """The history's values (no bias): (sorted keys [R, LP], output length [R, 1], and at
+    each key its token, the token's value and whether the key is the one to write it)."""
     LP: tl.constexpr = 1 << LOG_LP
     at = tl.arange(0, LP)[None, :]
     ids = tl.load(ids_ptr + rows64 * L + at, mask=row_ok[:, None] & (at < L), other=-1)
@@ -108,8 +109,7 @@ def write_history(logits_ptr, ids_ptr, mask_ptr, work, out_rows, rows64, row_ok,
     x = tl.load(logits_ptr + rows64 * stride + token, mask=last, other=0.0)
     v = penalised(x.to(tl.float32), last, count, rep, freq, pres)
     allowed = allowed_by_bitmask(mask_ptr, rows64, token, W, last, HAS_MASK)
-    tl.store(out_rows + token, tl.where(allowed, v, float("-inf")), mask=last)
-    return keys, output_length
+    return keys, output_length, token, tl.where(allowed, v, float("-inf")), last
 
 
 @triton.jit
@@ -163,10 +163,12 @@ def write_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pr
                  bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, work, rows, B, V, L, NB,
                  W, S, stride, has_rep, has_freq, has_pres, counted, PENALTIES: tl.constexpr,
                  HAS_MASK: tl.constexpr, R: tl.constexpr, DIMS: tl.constexpr,
-                 LOG_LP: tl.constexpr, SLOTS: tl.constexpr, BIAS_SLOTS: tl.constexpr):
+                 LOG_LP: tl.constexpr, SLOTS: tl.constexpr, BIAS_SLOTS: tl.constexpr,
+                 PDL: tl.constexpr):
     """The rows' touched tokens written into ``out``: history, then bias, then stop ids
     (a barrier between the phases: a later one overwrites an earlier one's tokens);
-    ``work`` [R, 1] pointers to each row's work space."""
+    ``work`` [R, 1] pointers to each row's work space. With PDL, the history's values are
+    computed while the dense kernel still runs, and stored after its end (``gdc_wait``)."""
     LP: tl.constexpr = 1 << LOG_LP
     row_ok = rows < B
     rows64 = rows.to(tl.int64)[:, None]
@@ -177,12 +179,17 @@ def write_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pr
     pres = tl.load(pres_ptr + rows, mask=row_ok & (none + has_pres != 0), other=0.0)[:, None]
     prompt = tl.load(prompt_ptr + rows, mask=row_ok, other=0).to(tl.int32)[:, None]
     if PENALTIES:
-        keys, output_length = write_history(logits_ptr, ids_ptr, mask_ptr, work, out_rows,
-                                            rows64, row_ok, prompt, V, L, W, stride, rep,
-                                            freq, pres, HAS_MASK, DIMS, LOG_LP)
+        keys, output_length, token, value, last = history_values(
+            logits_ptr, ids_ptr, mask_ptr, work, rows64, row_ok, prompt, V, L, W, stride, rep,
+            freq, pres, HAS_MASK, DIMS, LOG_LP)
+        if PDL:
+            gdc_wait()                                 # the dense kernel's writes first
+        tl.store(out_rows + token, value, mask=last)
     else:
         keys = tl.full([R, 1], BIG, tl.int32)          # no history to compare with
         output_length = history_length(ids_ptr, rows64, row_ok, L, counted, R, LP) - prompt
+        if PDL:
+            gdc_wait()
     tl.debug_barrier()                                 # the history's stores land first
     for first in range(0, NB, BIAS_SLOTS):
         write_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, out_rows, rows64,
@@ -204,7 +211,7 @@ def sparse_kernel(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, p
                   W, S, stride, has_rep, has_freq, has_pres, counted,
                   PENALTIES: tl.constexpr, HAS_MASK: tl.constexpr, R: tl.constexpr,
                   DIMS: tl.constexpr, LOG_LP: tl.constexpr, SLOTS: tl.constexpr,
-                  BIAS_SLOTS: tl.constexpr):
+                  BIAS_SLOTS: tl.constexpr, PDL: tl.constexpr):
     """R rows a program, launched after the dense kernel: ``write_sparse`` from the
     ORIGINAL logits, the final values written into ``out`` over the dense ones.
 
@@ -222,4 +229,4 @@ def sparse_kernel(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, p
     write_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr,
                  bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, work, rows, B, V, L, NB,
                  W, S, stride, has_rep, has_freq, has_pres, counted, PENALTIES, HAS_MASK, R,
-                 DIMS, LOG_LP, SLOTS, BIAS_SLOTS)
+                 DIMS, LOG_LP, SLOTS, BIAS_SLOTS, PDL)

@@ -1,0 +1,55 @@
+"""Issue 39: the sparse kernel as a programmatic dependent of the dense one (PDL) must give
+exactly the output of the launch in plain stream order. For each launch given, eager and
+in a replayed CUDA graph, at the bench's batches (every processor, penalties only, the
+bitmask alone) and at small odd shapes, prints ``launch shape mode equal|DIFFERS n``.
+
+    python3 scripts/gpu/lp_pdl_equal.py "pdl=True" "pdl=True dense_per_sm=3 sparse_rows=2"
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+import sampling_harness.kernels.logits_processors.triton_logits_processors as lp
+from sampling_harness.bench.launch import parse_value
+from sampling_harness.suites.logits_processors.contract import bench_batch
+
+SHAPES = ("256x151936x2048:all", "256x151936x2048:dense", "7x1000x33:all", "64x32000x512:all",
+          "3x129x4096:all")
+
+
+def fresh(inputs: dict) -> dict:
+    return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+
+def graphed(fn, inputs: dict) -> torch.Tensor:
+    fn(**fresh(inputs))                                  # compile outside the capture
+    static = fresh(inputs)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn(**static)
+    for _ in range(3):
+        graph.replay()
+    torch.cuda.synchronize()
+    return out.clone()
+
+
+def main(settings: list[str]) -> None:
+    torch.manual_seed(0)
+    for text in settings:
+        kw = {k: parse_value(v) for k, v in (item.split("=") for item in text.split())}
+        fn = lp.with_launch(**kw)
+        for shape in SHAPES:
+            inputs = bench_batch(shape, torch.device("cuda"))
+            want = lp.logits_processors_triton(**fresh(inputs))
+            for mode, got in (("eager", fn(**fresh(inputs))), ("graph", graphed(fn, inputs))):
+                same = torch.equal(got, want)
+                print(f"{text!r} {shape} {mode} "
+                      f"{'equal' if same else 'DIFFERS %d' % int((got != want).sum())}",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
