@@ -113,11 +113,11 @@ def history_values(logits_ptr, ids_ptr, mask_ptr, work, rows64, row_ok, prompt, 
 
 
 @triton.jit
-def write_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, out_rows, rows64, row_ok,
-               first, V, NB, W, stride, rep, freq, pres, PENALTIES: tl.constexpr,
-               HAS_MASK: tl.constexpr, SLOTS: tl.constexpr):
-    """Bias slots [first, first + SLOTS): each biased token's whole value, x + b, then the
-    penalties (count and seen by comparison with every key), written."""
+def bias_values(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, rows64, row_ok, first, V,
+                NB, W, stride, rep, freq, pres, PENALTIES: tl.constexpr,
+                HAS_MASK: tl.constexpr, SLOTS: tl.constexpr):
+    """Bias slots [first, first + SLOTS): (token, its whole value: x + b, then the penalties
+    with count and seen by comparison with every key, and whether the slot holds one)."""
     slot = first + tl.arange(0, SLOTS)[None, :]
     inside = row_ok[:, None] & (slot < NB)
     token = tl.load(bias_ids_ptr + rows64 * NB + slot, mask=inside, other=-1).to(tl.int32)
@@ -131,18 +131,17 @@ def write_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, out_rows, row
         seen = tl.sum(same.to(tl.int32), axis=2) > 0
         v = penalised(v, seen, count, rep, freq, pres)
     allowed = allowed_by_bitmask(mask_ptr, rows64, token, W, live, HAS_MASK)
-    tl.store(out_rows + token, tl.where(allowed, v, float("-inf")), mask=live)
+    return token, tl.where(allowed, v, float("-inf")), live
 
 
 @triton.jit
-def write_stop(stop_ptr, out_rows, rows64, row_ok, early, first, V, S, SLOTS: tl.constexpr):
-    """Stop slots [first, first + SLOTS): -inf written at each stop token of a row that is
-    ``early`` (output shorter than min_tokens)."""
+def stop_hits(stop_ptr, rows64, row_ok, early, first, V, S, SLOTS: tl.constexpr):
+    """Stop slots [first, first + SLOTS): (token, whether it must be -inf: its row is
+    ``early``, output shorter than min_tokens)."""
     slot = first + tl.arange(0, SLOTS)[None, :]
     inside = row_ok[:, None] & (slot < S)
     token = tl.load(stop_ptr + rows64 * S + slot, mask=inside, other=-1)
-    hit = early & (token >= 0) & (token < V)
-    tl.store(out_rows + token, tl.full(token.shape, float("-inf"), tl.float32), mask=hit)
+    return token, early & (token >= 0) & (token < V)
 
 
 @triton.jit
@@ -167,8 +166,9 @@ def write_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pr
                  PDL: tl.constexpr):
     """The rows' touched tokens written into ``out``: history, then bias, then stop ids
     (a barrier between the phases: a later one overwrites an earlier one's tokens);
-    ``work`` [R, 1] pointers to each row's work space. With PDL, the history's values are
-    computed while the dense kernel still runs, and stored after its end (``gdc_wait``)."""
+    ``work`` [R, 1] pointers to each row's work space. Every value of the history and of
+    the first slots of bias and stop ids is computed before the first store; with PDL that
+    happens while the dense kernel still runs, the stores after its end (``gdc_wait``)."""
     LP: tl.constexpr = 1 << LOG_LP
     row_ok = rows < B
     rows64 = rows.to(tl.int64)[:, None]
@@ -182,24 +182,34 @@ def write_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pr
         keys, output_length, token, value, last = history_values(
             logits_ptr, ids_ptr, mask_ptr, work, rows64, row_ok, prompt, V, L, W, stride, rep,
             freq, pres, HAS_MASK, DIMS, LOG_LP)
-        if PDL:
-            gdc_wait()                                 # the dense kernel's writes first
-        tl.store(out_rows + token, value, mask=last)
     else:
         keys = tl.full([R, 1], BIG, tl.int32)          # no history to compare with
         output_length = history_length(ids_ptr, rows64, row_ok, L, counted, R, LP) - prompt
-        if PDL:
-            gdc_wait()
-    tl.debug_barrier()                                 # the history's stores land first
-    for first in range(0, NB, BIAS_SLOTS):
-        write_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, out_rows, rows64,
-                   row_ok, first, V, NB, W, stride, rep, freq, pres, PENALTIES, HAS_MASK,
-                   BIAS_SLOTS)
-    tl.debug_barrier()                                 # then the biased tokens'
+    # the first slots of bias and stop ids before the wait: their loads off the critical path
+    bias_token, bias_value, biased = bias_values(
+        logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, rows64, row_ok, 0, V, NB, W,
+        stride, rep, freq, pres, PENALTIES, HAS_MASK, BIAS_SLOTS)
     least = tl.load(min_ptr + rows, mask=row_ok & (none + S > 0), other=0)[:, None]
-    for first in range(0, S, SLOTS):
-        write_stop(stop_ptr, out_rows, rows64, row_ok, output_length < least, first, V, S,
-                   SLOTS)
+    early = output_length < least
+    stop_token, stopped = stop_hits(stop_ptr, rows64, row_ok, early, 0, V, S, SLOTS)
+    if PDL:
+        gdc_wait()                                     # the dense kernel's writes first
+    if PENALTIES:
+        tl.store(out_rows + token, value, mask=last)
+    tl.debug_barrier()                                 # the history's stores land first
+    tl.store(out_rows + bias_token, bias_value, mask=biased)
+    for first in range(BIAS_SLOTS, NB, BIAS_SLOTS):
+        bias_token, bias_value, biased = bias_values(
+            logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, rows64, row_ok, first, V, NB,
+            W, stride, rep, freq, pres, PENALTIES, HAS_MASK, BIAS_SLOTS)
+        tl.store(out_rows + bias_token, bias_value, mask=biased)
+    tl.debug_barrier()                                 # then the biased tokens'
+    tl.store(out_rows + stop_token, tl.full(stop_token.shape, float("-inf"), tl.float32),
+             mask=stopped)
+    for first in range(SLOTS, S, SLOTS):
+        stop_token, stopped = stop_hits(stop_ptr, rows64, row_ok, early, first, V, S, SLOTS)
+        tl.store(out_rows + stop_token, tl.full(stop_token.shape, float("-inf"), tl.float32),
+                 mask=stopped)
 
 
 # sizes and flags are not specialised: a batch's shapes and processors must not each cost a
