@@ -25,17 +25,24 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents
 
 
-@triton.jit
-def dense_tile(logits_ptr, out_ptr, mask_ptr, tile, B, V, W, stride, column_blocks,
-               HAS_MASK: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr):
-    """Tile t: rows [R (t // column_blocks), + R), columns [BLOCK (t % column_blocks),
-    + BLOCK); consecutive tiles on consecutive memory. The tile is viewed as [R, BLOCK / 32,
-    32] (row, bitmask word, bit): one word load per 32 columns, its bits by a shift in
-    registers (bit t mod 32 of word t // 32, least significant first; False past 32 W).
-    Compiled for sm_90 (Triton 3.9, float32, BLOCK 4096, 8 warps): 40 registers, 4 128-bit
-    loads and stores and 4 word loads a thread, no shared memory."""
-    row_block = tile // column_blocks
-    first_word = (tile - row_block * column_blocks) * (BLOCK // 32)
+# V and the row stride stay specialised (V % 16 == 0 lets the loads and stores go as
+# vectors); the batch, the bitmask's width and the grid's shape do not
+@triton.jit(do_not_specialize=["B", "W", "column_blocks"])
+def dense_kernel(logits_ptr, out_ptr, mask_ptr, B, V, W, stride, column_blocks,
+                 HAS_MASK: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr,
+                 PDL: tl.constexpr):
+    """Program p: rows [R (p // column_blocks), + R), columns [BLOCK (p % column_blocks),
+    + BLOCK); a flat grid, consecutive programs on consecutive memory. The tile is viewed
+    as [R, BLOCK / 32, 32] (row, bitmask word, bit): one word load per 32 columns, its bits
+    by a shift in registers (bit t mod 32 of word t // 32, least significant first; False
+    past 32 W). Compiled for sm_90 (Triton 3.6, float32, BLOCK 4096, 8 warps): 40
+    registers, 4 128-bit loads and stores and 4 word loads a thread, no shared memory.
+    With PDL the kernel that follows (the sparse one, a programmatic dependent) may launch
+    once every program has started; it waits for this grid's end before its first store."""
+    if PDL:
+        gdc_launch_dependents()
+    row_block = tl.program_id(0) // column_blocks
+    first_word = (tl.program_id(0) - row_block * column_blocks) * (BLOCK // 32)
     rows = row_block * R + tl.arange(0, R)
     rows64 = rows.to(tl.int64)[:, None, None]
     row_ok = (rows < B)[:, None, None]
@@ -53,33 +60,15 @@ def dense_tile(logits_ptr, out_ptr, mask_ptr, tile, B, V, W, stride, column_bloc
              mask=ok)
 
 
-# V and the row stride stay specialised (V % 16 == 0 lets the loads and stores go as
-# vectors); the batch, the bitmask's width and the grid's shape do not
-@triton.jit(do_not_specialize=["B", "W", "column_blocks", "tiles"])
-def dense_kernel(logits_ptr, out_ptr, mask_ptr, B, V, W, stride, column_blocks, tiles,
-                 HAS_MASK: tl.constexpr, R: tl.constexpr, BLOCK: tl.constexpr,
-                 PDL: tl.constexpr):
-    """Tiles p, p + G, p + 2 G ... (G programs; G = tiles: one tile a program). With PDL
-    the kernel that follows (the sparse one, launched as a programmatic dependent) may
-    start at once: it waits for this grid's end before its first store."""
-    if PDL:
-        gdc_launch_dependents()
-    for tile in range(tl.program_id(0), tiles, tl.num_programs(0)):
-        dense_tile(logits_ptr, out_ptr, mask_ptr, tile, B, V, W, stride, column_blocks,
-                   HAS_MASK, R, BLOCK)
-
-
 def launch_dense(logits, out, bitmask, words: int, rows: int, block: int, warps: int,
-                 programs: int = 0, pdl: bool = False) -> None:
+                 pdl: bool = False) -> None:
     """``dense_kernel`` over all of ``out`` [B, V] (``bitmask`` None: no bitmask; a stand-in
     pointer is passed, never read); ``block`` a power of two, at least 32 (raised to it);
-    ``programs`` at most (0: one tile a program); ``pdl``: let the next kernel start early."""
+    ``pdl``: the next kernel is a programmatic dependent, to be let start early."""
     batch, vocab = out.shape
     block = max(32, block)
     column_blocks = -(-vocab // block)
-    tiles = -(-batch // rows) * column_blocks
-    grid = (min(tiles, programs) if programs > 0 else tiles,)
+    grid = (-(-batch // rows) * column_blocks,)
     dense_kernel[grid](logits, out, bitmask if bitmask is not None else out, batch, vocab,
-                       words, logits.stride(0), column_blocks, tiles,
-                       HAS_MASK=bitmask is not None, R=rows, BLOCK=block, PDL=pdl,
-                       num_warps=warps)
+                       words, logits.stride(0), column_blocks, HAS_MASK=bitmask is not None,
+                       R=rows, BLOCK=block, PDL=pdl, num_warps=warps)

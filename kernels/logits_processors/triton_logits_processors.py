@@ -68,9 +68,7 @@ class Launch:
     rows: int = 1                # rows a program, both kernels (a power of two)
     sparse_warps: int = 0        # sparse kernel's warps; 0: ``sort_warps``
     sparse_regs: int = 64        # the sparse kernel's registers a thread at most (0: no cap)
-    sparse_rows: int = 0         # rows a sparse program (0: ``rows``)
-    pdl: bool = False            # the sparse kernel a programmatic dependent of the dense one
-    dense_per_sm: int = 0        # dense programs an SM, looping over tiles (0: a tile each)
+    pdl: bool = True             # the sparse kernel a programmatic dependent (sm_90 and up)
 
 
 # the defaults of logits_processors_triton's keyword launch settings
@@ -84,10 +82,11 @@ def launch_for(batch: int, vocab: int, history: int, device: torch.device,
     set. CPU: one block a row up to CPU_BLOCK columns, as many rows a program as CPU_TILE
     entries hold, 4 warps."""
     if device.type == "cuda":
-        return replace(gpu, rows=1, sparse_warps=gpu.sparse_warps or sort_warps(history))
+        return replace(gpu, rows=1, sparse_warps=gpu.sparse_warps or sort_warps(history),
+                       pdl=gpu.pdl and dependent_launch(device))
     block = max(32, min(CPU_BLOCK, next_power_of_2(vocab)))
     widest = max(block, next_power_of_2(history))
-    return Launch(block=block, warps=4, sparse_warps=4, sparse_regs=0,
+    return Launch(block=block, warps=4, sparse_warps=4, sparse_regs=0, pdl=False,
                   rows=max(1, min(next_power_of_2(batch), CPU_TILE // widest)))
 
 
@@ -98,11 +97,9 @@ def sort_warps(history: int) -> int:
 
 
 @functools.cache
-def streaming_multiprocessors(device: torch.device) -> int:
-    """The GPU's SM count (1 off a GPU: the interpreter's grid stays a tile a program)."""
-    if device.type != "cuda":
-        return 1
-    return torch.cuda.get_device_properties(device).multi_processor_count
+def dependent_launch(device: torch.device) -> bool:
+    """Whether the GPU takes programmatic dependent launch (compute capability 9 and up)."""
+    return torch.cuda.get_device_capability(device)[0] >= 9
 
 
 def history_bucket(history: int) -> int:
@@ -127,8 +124,7 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
     out = torch.empty((batch, vocab), dtype=torch.float32, device=logits.device)
     if batch == 0 or vocab == 0:
         return out
-    sparse_rows = launch.sparse_rows or launch.rows
-    row_blocks = cdiv(batch, sparse_rows)
+    row_blocks = cdiv(batch, launch.rows)
     penalties = [p is not None for p in (repetition_penalty, frequency_penalty,
                                          presence_penalty)]
     sorting = any(penalties) and history > 0
@@ -146,17 +142,16 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
               stop_token_ids.shape[1] if stop else 0)
     # the sort's work space, 2 LP int32 words a row (held across calls; tickets unused)
     _, work = split_scratch("triton-logits-processors", logits.device, 1,
-                            row_blocks * sparse_rows * (2 << log_lp), (torch.int32,))
+                            row_blocks * launch.rows * (2 << log_lp), (torch.int32,))
     scalars = (batch, vocab, history, *widths, logits.stride(0))
     flags = (*(int(p) for p in penalties), history if stop else 0)
-    constants = dict(PENALTIES=sorting, HAS_MASK=allowed_bitmask is not None, R=sparse_rows,
-                     DIMS=(sparse_rows - 1).bit_length() + log_lp, LOG_LP=log_lp)
+    constants = dict(PENALTIES=sorting, HAS_MASK=allowed_bitmask is not None, R=launch.rows,
+                     DIMS=(launch.rows - 1).bit_length() + log_lp, LOG_LP=log_lp)
     sparse = sorting or widths[0] or widths[2]  # else the bitmask at most: nothing sparse
-    pdl = launch.pdl and sparse
+    pdl = launch.pdl and sparse and logits.device.type == "cuda"
 
     launch_dense(logits, out, operands[7] if allowed_bitmask is not None else None,
-                 widths[1], launch.rows, launch.block, launch.warps,
-                 launch.dense_per_sm * streaming_multiprocessors(logits.device), pdl)
+                 widths[1], launch.rows, launch.block, launch.warps, pdl)
     if sparse:                           # after the dense writes, in stream order
         sparse_kernel[(row_blocks,)](
             logits, out, *operands, work, *scalars, *flags, SLOTS=SLOTS,
@@ -182,16 +177,16 @@ def logits_processors_triton(logits, token_ids, num_prompt_tokens, *, repetition
 
 def with_launch(block: int = GPU.block, warps: int = GPU.warps,
                 sparse_warps: int = GPU.sparse_warps, sparse_regs: int = GPU.sparse_regs,
-                sparse_rows: int = GPU.sparse_rows, pdl: bool = GPU.pdl,
-                dense_per_sm: int = GPU.dense_per_sm):
+                pdl: bool = GPU.pdl):
     """``logits_processors_triton`` under other GPU launch settings (``bench --launch``):
     the dense kernel's ``block`` (columns a program) and ``warps``; the sparse kernel's
     ``sparse_warps`` (0: by the history) and ``sparse_regs`` (registers a thread at most,
-    0: the compiler's choice). The interpreter takes its own blocks."""
+    0: the compiler's choice); ``pdl``: the sparse kernel launched as a programmatic
+    dependent of the dense one (compute capability 9 and up). The interpreter takes its own
+    blocks and no PDL."""
     return functools.partial(logits_processors_launch,
                              gpu=Launch(block=block, warps=warps, sparse_warps=sparse_warps,
-                                        sparse_regs=sparse_regs, sparse_rows=sparse_rows,
-                                        pdl=pdl, dense_per_sm=dense_per_sm))
+                                        sparse_regs=sparse_regs, pdl=pdl))
 
 
 logits_processors_triton.with_launch = with_launch

@@ -113,35 +113,56 @@ def history_values(logits_ptr, ids_ptr, mask_ptr, work, rows64, row_ok, prompt, 
 
 
 @triton.jit
-def bias_values(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, rows64, row_ok, first, V,
-                NB, W, stride, rep, freq, pres, PENALTIES: tl.constexpr,
-                HAS_MASK: tl.constexpr, SLOTS: tl.constexpr):
-    """Bias slots [first, first + SLOTS): (token, its whole value: x + b, then the penalties
-    with count and seen by comparison with every key, and whether the slot holds one)."""
+def bias_inputs(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, rows64, row_ok, first, V, NB,
+                W, stride, HAS_MASK: tl.constexpr, SLOTS: tl.constexpr):
+    """Bias slots [first, first + SLOTS): (token, x + b, whether the slot holds a token,
+    whether the bitmask allows it): every load a biased token needs."""
     slot = first + tl.arange(0, SLOTS)[None, :]
     inside = row_ok[:, None] & (slot < NB)
     token = tl.load(bias_ids_ptr + rows64 * NB + slot, mask=inside, other=-1).to(tl.int32)
     live = (token >= 0) & (token < V)
     bias = tl.load(bias_ptr + rows64 * NB + slot, mask=live, other=0.0)
     x = tl.load(logits_ptr + rows64 * stride + token, mask=live, other=0.0)
-    v = x.to(tl.float32) + bias
+    allowed = allowed_by_bitmask(mask_ptr, rows64, token, W, live, HAS_MASK)
+    return token, x.to(tl.float32) + bias, live, allowed
+
+
+@triton.jit
+def bias_values(v, token, allowed, keys, rep, freq, pres, PENALTIES: tl.constexpr):
+    """A biased token's whole value: ``v`` = x + b, then the penalties (its count and
+    whether it was seen, by comparison with every key); -inf where not ``allowed``."""
     if PENALTIES:
         same = (keys[:, None, :] >> 1) == token[:, :, None]
         count = tl.sum((same & ((keys[:, None, :] & 1) == 1)).to(tl.int32), axis=2)
         seen = tl.sum(same.to(tl.int32), axis=2) > 0
         v = penalised(v, seen, count, rep, freq, pres)
-    allowed = allowed_by_bitmask(mask_ptr, rows64, token, W, live, HAS_MASK)
-    return token, tl.where(allowed, v, float("-inf")), live
+    return tl.where(allowed, v, float("-inf"))
 
 
 @triton.jit
-def stop_hits(stop_ptr, rows64, row_ok, early, first, V, S, SLOTS: tl.constexpr):
-    """Stop slots [first, first + SLOTS): (token, whether it must be -inf: its row is
-    ``early``, output shorter than min_tokens)."""
+def write_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, out_rows, rows64, row_ok,
+               first, V, NB, W, stride, rep, freq, pres, PENALTIES: tl.constexpr,
+               HAS_MASK: tl.constexpr, SLOTS: tl.constexpr):
+    """Bias slots [first, first + SLOTS): each biased token's whole value, written."""
+    token, v, live, allowed = bias_inputs(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, rows64,
+                                          row_ok, first, V, NB, W, stride, HAS_MASK, SLOTS)
+    tl.store(out_rows + token, bias_values(v, token, allowed, keys, rep, freq, pres, PENALTIES),
+             mask=live)
+
+
+@triton.jit
+def stop_ids(stop_ptr, rows64, row_ok, first, V, S, SLOTS: tl.constexpr):
+    """Stop slots [first, first + SLOTS): (token, whether the slot holds one)."""
     slot = first + tl.arange(0, SLOTS)[None, :]
     inside = row_ok[:, None] & (slot < S)
     token = tl.load(stop_ptr + rows64 * S + slot, mask=inside, other=-1)
-    return token, early & (token >= 0) & (token < V)
+    return token, (token >= 0) & (token < V)
+
+
+@triton.jit
+def write_stop(out_rows, token, hit):
+    """-inf at each stop ``token`` where ``hit`` (its row's output shorter than min_tokens)."""
+    tl.store(out_rows + token, tl.full(token.shape, float("-inf"), tl.float32), mask=hit)
 
 
 @triton.jit
@@ -166,9 +187,9 @@ def write_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pr
                  PDL: tl.constexpr):
     """The rows' touched tokens written into ``out``: history, then bias, then stop ids
     (a barrier between the phases: a later one overwrites an earlier one's tokens);
-    ``work`` [R, 1] pointers to each row's work space. Every value of the history and of
-    the first slots of bias and stop ids is computed before the first store; with PDL that
-    happens while the dense kernel still runs, the stores after its end (``gdc_wait``)."""
+    ``work`` [R, 1] pointers to each row's work space. The first slots of bias and stop
+    ids are read before the history's sort; with PDL all that and the history's values are
+    computed while the dense kernel still runs, the stores wait for its end (``gdc_wait``)."""
     LP: tl.constexpr = 1 << LOG_LP
     row_ok = rows < B
     rows64 = rows.to(tl.int64)[:, None]
@@ -178,38 +199,38 @@ def write_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pr
     freq = tl.load(freq_ptr + rows, mask=row_ok & (none + has_freq != 0), other=0.0)[:, None]
     pres = tl.load(pres_ptr + rows, mask=row_ok & (none + has_pres != 0), other=0.0)[:, None]
     prompt = tl.load(prompt_ptr + rows, mask=row_ok, other=0).to(tl.int32)[:, None]
+    # the first slots of bias and stop ids read before the history's sort: their loads off
+    # the critical path
+    bias_token, bias_x, biased, bias_allowed = bias_inputs(
+        logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, rows64, row_ok, 0, V, NB, W, stride,
+        HAS_MASK, BIAS_SLOTS)
+    stop_token, stop_live = stop_ids(stop_ptr, rows64, row_ok, 0, V, S, SLOTS)
+    least = tl.load(min_ptr + rows, mask=row_ok & (none + S > 0), other=0)[:, None]
     if PENALTIES:
         keys, output_length, token, value, last = history_values(
             logits_ptr, ids_ptr, mask_ptr, work, rows64, row_ok, prompt, V, L, W, stride, rep,
             freq, pres, HAS_MASK, DIMS, LOG_LP)
+        if PDL:
+            gdc_wait()                                 # the dense kernel's writes first
+        tl.store(out_rows + token, value, mask=last)
     else:
         keys = tl.full([R, 1], BIG, tl.int32)          # no history to compare with
         output_length = history_length(ids_ptr, rows64, row_ok, L, counted, R, LP) - prompt
-    # the first slots of bias and stop ids before the wait: their loads off the critical path
-    bias_token, bias_value, biased = bias_values(
-        logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, rows64, row_ok, 0, V, NB, W,
-        stride, rep, freq, pres, PENALTIES, HAS_MASK, BIAS_SLOTS)
-    least = tl.load(min_ptr + rows, mask=row_ok & (none + S > 0), other=0)[:, None]
-    early = output_length < least
-    stop_token, stopped = stop_hits(stop_ptr, rows64, row_ok, early, 0, V, S, SLOTS)
-    if PDL:
-        gdc_wait()                                     # the dense kernel's writes first
-    if PENALTIES:
-        tl.store(out_rows + token, value, mask=last)
+        if PDL:
+            gdc_wait()
     tl.debug_barrier()                                 # the history's stores land first
+    bias_value = bias_values(bias_x, bias_token, bias_allowed, keys, rep, freq, pres, PENALTIES)
     tl.store(out_rows + bias_token, bias_value, mask=biased)
     for first in range(BIAS_SLOTS, NB, BIAS_SLOTS):
-        bias_token, bias_value, biased = bias_values(
-            logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, rows64, row_ok, first, V, NB,
-            W, stride, rep, freq, pres, PENALTIES, HAS_MASK, BIAS_SLOTS)
-        tl.store(out_rows + bias_token, bias_value, mask=biased)
+        write_bias(logits_ptr, bias_ids_ptr, bias_ptr, mask_ptr, keys, out_rows, rows64,
+                   row_ok, first, V, NB, W, stride, rep, freq, pres, PENALTIES, HAS_MASK,
+                   BIAS_SLOTS)
     tl.debug_barrier()                                 # then the biased tokens'
-    tl.store(out_rows + stop_token, tl.full(stop_token.shape, float("-inf"), tl.float32),
-             mask=stopped)
+    early = output_length < least
+    write_stop(out_rows, stop_token, early & stop_live)
     for first in range(SLOTS, S, SLOTS):
-        stop_token, stopped = stop_hits(stop_ptr, rows64, row_ok, early, first, V, S, SLOTS)
-        tl.store(out_rows + stop_token, tl.full(stop_token.shape, float("-inf"), tl.float32),
-                 mask=stopped)
+        stop_token, stop_live = stop_ids(stop_ptr, rows64, row_ok, first, V, S, SLOTS)
+        write_stop(out_rows, stop_token, early & stop_live)
 
 
 # sizes and flags are not specialised: a batch's shapes and processors must not each cost a

@@ -1,9 +1,9 @@
 """Issue 39: the sparse kernel as a programmatic dependent of the dense one (PDL) must give
-exactly the output of the launch in plain stream order. For each launch given, eager and
-in a replayed CUDA graph, at the bench's batches (every processor, penalties only, the
-bitmask alone) and at small odd shapes, prints ``launch shape mode equal|DIFFERS n``.
+exactly the output of the launch in plain stream order (pdl=False). For each launch given,
+eager and in a replayed CUDA graph, at the bench's batches (every processor, the bitmask
+alone) and at small odd shapes, prints ``launch shape mode equal|DIFFERS n``.
 
-    python3 scripts/gpu/lp_pdl_equal.py "pdl=True" "pdl=True dense_per_sm=3 sparse_rows=2"
+    python3 scripts/gpu/lp_pdl_equal.py "pdl=True" "pdl=True sparse_warps=8"
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from sampling_harness.bench.launch import parse_value
 from sampling_harness.suites.logits_processors.contract import bench_batch
 
 SHAPES = ("256x151936x2048:all", "256x151936x2048:dense", "7x1000x33:all", "64x32000x512:all",
-          "3x129x4096:all")
+          "3x129x4096:all", "5x1000x1:all", "5x1000x31:all", "4x3000x200:all", "4x5000x1000:all",
+          "2x4000x5000:all", "2x2000x16384:all")   # every history bucket, 32 to 2^14
 
 
 def fresh(inputs: dict) -> dict:
@@ -43,7 +44,7 @@ def main(settings: list[str]) -> None:
         fn = lp.with_launch(**kw)
         for shape in SHAPES:
             inputs = bench_batch(shape, torch.device("cuda"))
-            want = lp.logits_processors_triton(**fresh(inputs))
+            want = lp.with_launch(pdl=False)(**fresh(inputs))
             for mode, got in (("eager", fn(**fresh(inputs))), ("graph", graphed(fn, inputs))):
                 same = torch.equal(got, want)
                 print(f"{text!r} {shape} {mode} "

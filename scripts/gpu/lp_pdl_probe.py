@@ -1,13 +1,13 @@
-"""Issue 39: can the sparse kernel of triton-logits-processors run beside the dense one?
-With PDL the sparse programs may start while the dense kernel runs, but only where an SM
-has registers left; so the dense kernel is made persistent (``dense_per_sm`` programs an
-SM) and narrower (``block``), the sparse kernel's registers capped (``sparse_regs``).
+"""Issue 39: the sparse kernel of triton-logits-processors beside the dense one. With PDL
+the sparse programs may start once every dense program has started, where an SM has
+registers left (a persistent dense kernel, narrower and fewer programs an SM, was tried at
+6f0317d and lost: docs/measurements/bench.md).
 
 For each launch given (``with_launch`` keywords), at the bench's 256x151936x2048:all batch,
 CUDA-graph medians (ms) of the whole call and of the dense kernel alone, and the registers,
 spills and shared memory of every compiled variant:
 
-    python3 scripts/gpu/lp_pdl_probe.py "pdl=True block=2048 dense_per_sm=2 sparse_regs=40"
+    python3 scripts/gpu/lp_pdl_probe.py "pdl=False" "pdl=True" "pdl=True sparse_regs=48"
 """
 
 from __future__ import annotations
