@@ -69,6 +69,7 @@ class Launch:
     sparse_warps: int = 0        # sparse kernel's warps; 0: ``sort_warps``
     sparse_regs: int = 64        # the sparse kernel's registers a thread at most (0: no cap)
     pdl: bool = True             # the sparse kernel a programmatic dependent (sm_90 and up)
+    in_registers: bool = False   # run counts by gathers and scans, no work space
 
 
 # the defaults of logits_processors_triton's keyword launch settings
@@ -156,7 +157,7 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
         sparse_kernel[(row_blocks,)](
             logits, out, *operands, work, *scalars, *flags, SLOTS=SLOTS,
             BIAS_SLOTS=BIAS_SLOTS, num_warps=launch.sparse_warps or sort_warps(history),
-            PDL=pdl, **({"launch_pdl": True} if pdl else {}),
+            PDL=pdl, IN_REGISTERS=launch.in_registers, **({"launch_pdl": True} if pdl else {}),
             **({"maxnreg": launch.sparse_regs} if launch.sparse_regs else {}), **constants)
     return out
 
@@ -177,7 +178,7 @@ def logits_processors_triton(logits, token_ids, num_prompt_tokens, *, repetition
 
 def with_launch(block: int = GPU.block, warps: int = GPU.warps,
                 sparse_warps: int = GPU.sparse_warps, sparse_regs: int = GPU.sparse_regs,
-                pdl: bool = GPU.pdl):
+                pdl: bool = GPU.pdl, in_registers: bool = GPU.in_registers):
     """``logits_processors_triton`` under other GPU launch settings (``bench --launch``):
     the dense kernel's ``block`` (columns a program) and ``warps``; the sparse kernel's
     ``sparse_warps`` (0: by the history) and ``sparse_regs`` (registers a thread at most,
@@ -186,7 +187,8 @@ def with_launch(block: int = GPU.block, warps: int = GPU.warps,
     blocks and no PDL."""
     return functools.partial(logits_processors_launch,
                              gpu=Launch(block=block, warps=warps, sparse_warps=sparse_warps,
-                                        sparse_regs=sparse_regs, pdl=pdl))
+                                        sparse_regs=sparse_regs, pdl=pdl,
+                                        in_registers=in_registers))
 
 
 logits_processors_triton.with_launch = with_launch
