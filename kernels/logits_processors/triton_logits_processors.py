@@ -16,15 +16,21 @@ penalties, then x + b with the penalties for biased tokens, then -inf for the st
 of rows under min_tokens, each -inf where the bitmask forbids it) and writes it over the
 dense value, barriers between the three phases (a later one overwrites an earlier one's
 tokens). The sparse kernel is launched only when a sparse processor has work (the bitmask
-alone: one launch). H100, 256 x 151936 x 2048, every processor: 0.109 ms dense + 0.049 ms
-sparse alone (scripts/gpu/lp_sparse_probe.py), 0.165 ms the call in the bench, 74 % of
-its read ceiling (docs/measurements/bench.md). The sparse kernel's 512
-threads took 82 registers each (Nsight Compute): one program an SM, 256 programs in two
-waves; capped at 64 (``sparse_regs``), two programs share an SM and the 256 run in one.
-Two other designs were measured and removed: one launch (a row block's listing program
-beside its column chunks, the last to take a ticket applying the lists; 42 % of the
-ceiling), and the sparse kernel's lists made on a side stream beside the dense kernel, then
-applied (72 % where this design reaches 70 %, its eager calls slower, and no check ran it).
+alone: one launch). On a long dense grid (``long_dense_grid``) it is a programmatic
+dependent of the dense kernel (PDL): it launches once every dense program has started,
+reads its inputs and sorts while the last dense programs run, and waits for the dense
+grid's end before its first store; this hides the gap between the kernels.
+
+H100, 256 x 151936 x 2048, every processor: 0.163 ms the call in the bench (L2 flushed),
+78 % of its read ceiling, 81 % of the floor; the dense kernel alone 0.112 ms, at the
+ceiling (docs/measurements/bench.md). The sparse kernel's 512 threads take 64 registers
+(``sparse_regs``; 82 uncapped), so that two programs share an SM and the 256 run in one
+wave. Measured and removed: one launch (a row block's listing program beside its column
+chunks, the last to take a ticket applying the lists; 42 % of the ceiling); the sparse
+kernel's lists made on a side stream beside the dense kernel, then applied (72 %); a
+persistent dense kernel leaving registers for the sparse programs to run beside it (no
+gain: the dense kernel streams slower with fewer programs an SM); the run counts by
+gathers and scans in registers in place of the work space (spills: 0.354 ms).
 
 All arithmetic in float32 (the contract grants 2^-21 of the terms' magnitudes: a few
 float32 roundings). A compiled kernel depends on the logits' dtype, whether a penalty or a
@@ -68,8 +74,8 @@ class Launch:
     rows: int = 1                # rows a program, both kernels (a power of two)
     sparse_warps: int = 0        # sparse kernel's warps; 0: ``sort_warps``
     sparse_regs: int = 64        # the sparse kernel's registers a thread at most (0: no cap)
-    pdl: bool = True             # the sparse kernel a programmatic dependent (sm_90 and up)
-    in_registers: bool = False   # run counts by gathers and scans, no work space
+    pdl: bool | None = None      # the sparse kernel a programmatic dependent (sm_90 and up);
+                                 # None: where the dense grid is long (``long_dense_grid``)
 
 
 # the defaults of logits_processors_triton's keyword launch settings
@@ -83,8 +89,9 @@ def launch_for(batch: int, vocab: int, history: int, device: torch.device,
     set. CPU: one block a row up to CPU_BLOCK columns, as many rows a program as CPU_TILE
     entries hold, 4 warps."""
     if device.type == "cuda":
+        pdl = long_dense_grid(batch, vocab, gpu.block, device) if gpu.pdl is None else gpu.pdl
         return replace(gpu, rows=1, sparse_warps=gpu.sparse_warps or sort_warps(history),
-                       pdl=gpu.pdl and dependent_launch(device))
+                       pdl=pdl and dependent_launch(device))
     block = max(32, min(CPU_BLOCK, next_power_of_2(vocab)))
     widest = max(block, next_power_of_2(history))
     return Launch(block=block, warps=4, sparse_warps=4, sparse_regs=0, pdl=False,
@@ -95,6 +102,25 @@ def sort_warps(history: int) -> int:
     """One warp per 128 sorted keys, 4 to 32: the keys stay in registers, 4 a thread (H100,
     L 2048: the sparse kernel alone 64 us at 16 warps, 76 us at 8, 65 us at 32)."""
     return min(32, max(4, (1 << history_bucket(history)) // 128))
+
+
+PDL_PROGRAMS_PER_SM = 32              # dense programs an SM from which PDL is taken
+
+
+def long_dense_grid(batch: int, vocab: int, block: int, device: torch.device) -> bool:
+    """Whether the dense grid holds at least PDL_PROGRAMS_PER_SM programs an SM (about 4
+    waves). Under PDL the sparse programs launch once every dense program has started and
+    take an SM's registers while they wait for the dense grid's end: worth it on a long grid,
+    a loss on a short one (H100, 3422847: 256 x 151936, 74 programs an SM, 0.1656 ->
+    0.1630 ms; 32 x 128256, 8 an SM, 0.0283 -> 0.0377 ms; docs/measurements/bench.md)."""
+    programs = batch * cdiv(vocab, max(32, block))
+    return programs >= PDL_PROGRAMS_PER_SM * streaming_multiprocessors(device)
+
+
+@functools.cache
+def streaming_multiprocessors(device: torch.device) -> int:
+    """The GPU's SM count."""
+    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 @functools.cache
@@ -157,7 +183,7 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
         sparse_kernel[(row_blocks,)](
             logits, out, *operands, work, *scalars, *flags, SLOTS=SLOTS,
             BIAS_SLOTS=BIAS_SLOTS, num_warps=launch.sparse_warps or sort_warps(history),
-            PDL=pdl, IN_REGISTERS=launch.in_registers, **({"launch_pdl": True} if pdl else {}),
+            PDL=pdl, **({"launch_pdl": True} if pdl else {}),
             **({"maxnreg": launch.sparse_regs} if launch.sparse_regs else {}), **constants)
     return out
 
@@ -178,17 +204,16 @@ def logits_processors_triton(logits, token_ids, num_prompt_tokens, *, repetition
 
 def with_launch(block: int = GPU.block, warps: int = GPU.warps,
                 sparse_warps: int = GPU.sparse_warps, sparse_regs: int = GPU.sparse_regs,
-                pdl: bool = GPU.pdl, in_registers: bool = GPU.in_registers):
+                pdl: bool | None = GPU.pdl):
     """``logits_processors_triton`` under other GPU launch settings (``bench --launch``):
     the dense kernel's ``block`` (columns a program) and ``warps``; the sparse kernel's
     ``sparse_warps`` (0: by the history) and ``sparse_regs`` (registers a thread at most,
     0: the compiler's choice); ``pdl``: the sparse kernel launched as a programmatic
-    dependent of the dense one (compute capability 9 and up). The interpreter takes its own
-    blocks and no PDL."""
+    dependent of the dense one (compute capability 9 and up; None: on a long dense grid).
+    The interpreter takes its own blocks and no PDL."""
     return functools.partial(logits_processors_launch,
                              gpu=Launch(block=block, warps=warps, sparse_warps=sparse_warps,
-                                        sparse_regs=sparse_regs, pdl=pdl,
-                                        in_registers=in_registers))
+                                        sparse_regs=sparse_regs, pdl=pdl))
 
 
 logits_processors_triton.with_launch = with_launch

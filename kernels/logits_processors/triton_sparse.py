@@ -85,31 +85,6 @@ def run_counts(keys, work, LP: tl.constexpr):
 
 
 @triton.jit
-def carry_forward(first_a, value_a, first_b, value_b):
-    """The combine of a segmented copy scan: each element takes the value at the latest
-    segment start at or before it."""
-    return first_a | first_b, tl.where(first_b, value_b, value_a)
-
-
-@triton.jit
-def run_counts_in_registers(keys, LP: tl.constexpr):
-    """``run_counts`` without the work space: each key's neighbours by two gathers, the
-    output count before its run by a segmented copy of the running count at run starts."""
-    at = tl.arange(0, LP)[None, :] + tl.zeros_like(keys)
-    following = tl.gather(keys, tl.minimum(at + 1, LP - 1), axis=1)
-    preceding = tl.gather(keys, tl.maximum(at - 1, 0), axis=1)
-    token = keys >> 1
-    real = keys != BIG
-    last = real & ((at == LP - 1) | ((following >> 1) != token))
-    first = (at == 0) | ((preceding >> 1) != token)
-    output = tl.where(real, keys & 1, 0)
-    running = tl.cumsum(output, axis=1)
-    _, before = tl.associative_scan((first, running - output), axis=1,
-                                    combine_fn=carry_forward)
-    return token, running - before, last
-
-
-@triton.jit
 def penalised(v, seen, count, rep, freq, pres):
     """Repetition where ``seen`` (v / rep if v > 0, else v * rep), then - freq count and
     - pres where count > 0; rep, freq, pres [R, 1] float32 (1, 0, 0 change nothing)."""
@@ -120,7 +95,7 @@ def penalised(v, seen, count, rep, freq, pres):
 @triton.jit
 def history_values(logits_ptr, ids_ptr, mask_ptr, work, rows64, row_ok, prompt, V,
                   L, W, stride, rep, freq, pres, HAS_MASK: tl.constexpr, DIMS: tl.constexpr,
-                  LOG_LP: tl.constexpr, IN_REGISTERS: tl.constexpr):
+                  LOG_LP: tl.constexpr):
     """The history's values (no bias): (sorted keys [R, LP], output length [R, 1], and at
     each key its token, the token's value and whether the key is the one to write it)."""
     LP: tl.constexpr = 1 << LOG_LP
@@ -130,10 +105,7 @@ def history_values(logits_ptr, ids_ptr, mask_ptr, work, rows64, row_ok, prompt, 
     real = (ids >= 0) & (ids < V)
     keys = tl.where(real, ids.to(tl.int32) * 2 + (at >= prompt).to(tl.int32), BIG)
     keys = bitonic_sort(keys, DIMS, LOG_LP)
-    if IN_REGISTERS:
-        token, count, last = run_counts_in_registers(keys, LP)
-    else:
-        token, count, last = run_counts(keys, work, LP)
+    token, count, last = run_counts(keys, work, LP)
     x = tl.load(logits_ptr + rows64 * stride + token, mask=last, other=0.0)
     v = penalised(x.to(tl.float32), last, count, rep, freq, pres)
     allowed = allowed_by_bitmask(mask_ptr, rows64, token, W, last, HAS_MASK)
@@ -212,7 +184,7 @@ def write_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pr
                  W, S, stride, has_rep, has_freq, has_pres, counted, PENALTIES: tl.constexpr,
                  HAS_MASK: tl.constexpr, R: tl.constexpr, DIMS: tl.constexpr,
                  LOG_LP: tl.constexpr, SLOTS: tl.constexpr, BIAS_SLOTS: tl.constexpr,
-                 PDL: tl.constexpr, IN_REGISTERS: tl.constexpr):
+                 PDL: tl.constexpr):
     """The rows' touched tokens written into ``out``: history, then bias, then stop ids
     (a barrier between the phases: a later one overwrites an earlier one's tokens);
     ``work`` [R, 1] pointers to each row's work space. The first slots of bias and stop
@@ -237,7 +209,7 @@ def write_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pr
     if PENALTIES:
         keys, output_length, token, value, last = history_values(
             logits_ptr, ids_ptr, mask_ptr, work, rows64, row_ok, prompt, V, L, W, stride, rep,
-            freq, pres, HAS_MASK, DIMS, LOG_LP, IN_REGISTERS)
+            freq, pres, HAS_MASK, DIMS, LOG_LP)
         if PDL:
             gdc_wait()                                 # the dense kernel's writes first
         tl.store(out_rows + token, value, mask=last)
@@ -270,7 +242,7 @@ def sparse_kernel(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, p
                   W, S, stride, has_rep, has_freq, has_pres, counted,
                   PENALTIES: tl.constexpr, HAS_MASK: tl.constexpr, R: tl.constexpr,
                   DIMS: tl.constexpr, LOG_LP: tl.constexpr, SLOTS: tl.constexpr,
-                  BIAS_SLOTS: tl.constexpr, PDL: tl.constexpr, IN_REGISTERS: tl.constexpr):
+                  BIAS_SLOTS: tl.constexpr, PDL: tl.constexpr):
     """R rows a program, launched after the dense kernel: ``write_sparse`` from the
     ORIGINAL logits, the final values written into ``out`` over the dense ones.
 
@@ -288,4 +260,4 @@ def sparse_kernel(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, p
     write_sparse(logits_ptr, out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr,
                  bias_ids_ptr, bias_ptr, mask_ptr, stop_ptr, min_ptr, work, rows, B, V, L, NB,
                  W, S, stride, has_rep, has_freq, has_pres, counted, PENALTIES, HAS_MASK, R,
-                 DIMS, LOG_LP, SLOTS, BIAS_SLOTS, PDL, IN_REGISTERS)
+                 DIMS, LOG_LP, SLOTS, BIAS_SLOTS, PDL)
