@@ -5,17 +5,16 @@ separate kernels, each with its own tile, warps and occupancy.
 Memory traffic: the logits read once and the result written once (float32 [B, V]), the
 bitmask's words read beside their columns (4 bytes per 32 columns), each row's history
 (int64 [B, L]) read once; the few tokens the sparse processors touch (history, bias and stop
-ids, at most L + NB + S a row) read again from the logits (gathers) and written again, the
+ids, at most L + NB + S a row) read again from the result (gathers) and rewritten, the
 sort's work space (8 LP bytes a row, L2) written and read back.
 
 The two kernels, in stream order: the dense kernel, y = x (float32) where the bitmask
 allows the token (bit t mod 32 of word t // 32, least significant first; no token past
 32 W), else -inf, in many short programs; then the sparse kernel, one row a program, which
-computes every touched token's final value from the ORIGINAL logits (history with the
-penalties, then x + b with the penalties for biased tokens, then -inf for the stop tokens
-of rows under min_tokens, each -inf where the bitmask forbids it) and writes it over the
-dense value, barriers between the three phases (a later one overwrites an earlier one's
-tokens). The sparse kernel is launched only when a sparse processor has work (the bitmask
+rewrites every touched token from its dense value (history with the penalties, then y + b
+with the penalties for biased tokens, then -inf for the stop tokens of rows under
+min_tokens; -inf stays -inf), barriers between the three phases (a later one overwrites
+an earlier one's tokens). The sparse kernel is launched only when a sparse processor has work (the bitmask
 alone: one launch). On a long dense grid (``long_dense_grid``) it is a programmatic
 dependent of the dense kernel (PDL): it launches once every dense program has started,
 reads its inputs and sorts while the last dense programs run, and waits for the dense
@@ -167,13 +166,12 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
     widths = (logit_bias_ids.shape[1] if bias else 0,
               allowed_bitmask.shape[1] if allowed_bitmask is not None else 0,
               stop_token_ids.shape[1] if stop else 0)
-    # the sort's work space, 2 LP int32 words a row (held across calls; tickets unused)
-    _, work = split_scratch("triton-logits-processors", logits.device, 1,
-                            row_blocks * launch.rows * (2 << log_lp), (torch.int32,))
-    scalars = (batch, vocab, history, *widths, logits.stride(0))
-    flags = (*(int(p) for p in penalties), history if stop else 0)
-    constants = dict(PENALTIES=sorting, HAS_MASK=allowed_bitmask is not None, R=launch.rows,
-                     DIMS=(launch.rows - 1).bit_length() + log_lp, LOG_LP=log_lp)
+    # the sort's work space, 2 LP int32 words a row, and the stash of the biased tokens'
+    # dense values, NB float32 words a row (held across calls; tickets unused)
+    _, work, stash = split_scratch(
+        "triton-logits-processors", logits.device, 1,
+        max(row_blocks * launch.rows * (2 << log_lp), batch * widths[0]),
+        (torch.int32, torch.float32))
     sparse = sorting or widths[0] or widths[2]  # else the bitmask at most: nothing sparse
     pdl = launch.pdl and sparse and logits.device.type == "cuda"
 
@@ -181,10 +179,13 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
                  widths[1], launch.rows, launch.block, launch.warps, pdl)
     if sparse:                           # after the dense writes, in stream order
         sparse_kernel[(row_blocks,)](
-            logits, out, *operands, work, *scalars, *flags, SLOTS=SLOTS,
-            BIAS_SLOTS=BIAS_SLOTS, num_warps=launch.sparse_warps or sort_warps(history),
-            PDL=pdl, **({"launch_pdl": True} if pdl else {}),
-            **({"maxnreg": launch.sparse_regs} if launch.sparse_regs else {}), **constants)
+            out, *operands[:7], *operands[8:], work, stash, batch, vocab, history, widths[0],
+            widths[2], *(int(p) for p in penalties), history if stop else 0,
+            PENALTIES=sorting, R=launch.rows, DIMS=(launch.rows - 1).bit_length() + log_lp,
+            LOG_LP=log_lp, SLOTS=SLOTS, BIAS_SLOTS=BIAS_SLOTS, PDL=pdl,
+            num_warps=launch.sparse_warps or sort_warps(history),
+            **({"launch_pdl": True} if pdl else {}),
+            **({"maxnreg": launch.sparse_regs} if launch.sparse_regs else {}))
     return out
 
 

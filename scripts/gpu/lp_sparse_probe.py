@@ -3,14 +3,15 @@ percent): CUDA-graph medians at the bench's 256x151936x2048:all batch of
 
 - the whole call, the dense kernel alone, the sparse kernel alone;
 - the sparse kernel alone under a VARIANT: its warps (4, 8, 16, 32), Triton's own tl.sort
-  in place of the project's bitonic network, the sort, the run counts' work space or the
-  bitmask gathers left out (timing only: the values are wrong), penalties only (no bias,
+  in place of the project's bitonic network, the sort or the run counts' work space left
+  out (timing only: the values are wrong; ``no-mask``, the bitmask gathers left out, ran
+  at c984b93, before the sparse kernel stopped reading the bitmask), penalties only (no bias,
   no stop ids), R rows a program (rows=R), registers
   capped (maxnreg=N); ``once``: two eager calls and nothing else (what ncu profiles).
 
 One variant a process (a swapped jit helper must be the one compiled):
     python3 scripts/gpu/lp_sparse_probe.py VARIANT     (VARIANT: base, warps=N, tl-sort,
-    no-sort, no-runs, no-mask, penalties-only, rows=R, maxnreg=N, once)
+    no-sort, no-runs, penalties-only, rows=R, maxnreg=N, once)
 prints one line a timing: ``variant what ms``.
 """
 
@@ -40,11 +41,6 @@ def no_sort(keys, DIMS: tl.constexpr, LOG: tl.constexpr):
 @triton.jit
 def no_runs(keys, work, LP: tl.constexpr):               # timing only: no work space
     return keys >> 1, keys & 1, keys != 1073741823    # BIG
-
-
-@triton.jit
-def no_mask(mask_ptr, rows, tokens, W, ok, HAS_MASK: tl.constexpr):
-    return ok                                            # timing only: no bitmask gathers
 
 
 def graph_ms(fn) -> float:
@@ -79,8 +75,6 @@ def main(variant: str) -> None:
         sparse.bitonic_sort = no_sort
     elif variant == "no-runs":
         sparse.run_counts = no_runs
-    elif variant == "no-mask":
-        sparse.allowed_by_bitmask = no_mask
     elif variant == "penalties-only":
         for name in ("logit_bias_ids", "logit_bias_values", "stop_token_ids", "min_tokens"):
             inputs[name] = None

@@ -7,7 +7,7 @@ set -u
 cd "$(dirname "$0")/../.."
 DEADLINE=${DEADLINE:-400}
 source scripts/gpu/steps.sh part
-for v in base no-sort no-runs no-mask penalties-only warps=32; do
+for v in base no-sort no-runs penalties-only warps=32; do
   step "probe-$v" 60 python3 scripts/gpu/lp_sparse_probe.py "$v"
 done
 step dense-tiles 120 python3 -m sampling_harness bench logits-processors --device cuda \

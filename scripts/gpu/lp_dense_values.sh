@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# One device call (issue 39, DEADLINE default 560 s): the sparse kernel rewriting each
+# touched token from its dense value (no logits, no bitmask). Exact equality of pdl=True
+# with pdl=False at every history bucket (lp_pdl_equal.py), the probe, the bench at its
+# defaults, `check logits-processors --budget standard`, `mutate` at quick in what is left.
+set -u
+cd "$(dirname "$0")/../.."
+DEADLINE=${DEADLINE:-560}
+source scripts/gpu/steps.sh part
+STEP_TAIL=40
+step pdl-equal 100 python3 scripts/gpu/lp_pdl_equal.py "pdl=True"
+step probe-base 40 python3 scripts/gpu/lp_sparse_probe.py base
+step lp-bench 100 python3 -m sampling_harness bench logits-processors --device cuda \
+  --cuda-graph --ceiling --repeat 3 --calls 30 --kernel triton-logits-processors
+step lp-standard 160 python3 -m sampling_harness check logits-processors \
+  --budget standard --device cuda --kernel triton-logits-processors \
+  --report-dir "$out/lp-standard"
+tar -czf "$OUT/part.tar.gz" -C /tmp part
+left=$(( deadline - ($(date +%s) - start) - 15 ))
+[ "$left" -gt 90 ] && KERNELS=triton-logits-processors N=12 DEADLINE=$left NO_INSTALL=1 \
+  bash scripts/gpu/mutate.sh
+echo "total $(( $(date +%s) - start )) s"
