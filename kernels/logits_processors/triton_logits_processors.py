@@ -20,11 +20,11 @@ dependent of the dense kernel (PDL): it launches once every dense program has st
 reads its inputs and sorts while the last dense programs run, and waits for the dense
 grid's end before its first store; this hides the gap between the kernels.
 
-H100, 256 x 151936 x 2048, every processor: 0.163 ms the call in the bench (L2 flushed),
-78 % of its read ceiling, 81 % of the floor; the dense kernel alone 0.112 ms, at the
+H100, 256 x 151936 x 2048, every processor: 0.152 ms the call in the bench (L2 flushed),
+83 % of its read ceiling, 87 % of the floor; the dense kernel alone 0.112 ms, at the
 ceiling (docs/measurements/bench.md). The sparse kernel's 512 threads take 64 registers
 (``sparse_regs``; 82 uncapped), so that two programs share an SM and the 256 run in one
-wave. Measured and removed: one launch (a row block's listing program beside its column
+wave; the touched sectors bound it, not its sort. Measured and removed: one launch (a row block's listing program beside its column
 chunks, the last to take a ticket applying the lists; 42 % of the ceiling); the sparse
 kernel's lists made on a side stream beside the dense kernel, then applied (72 %); a
 persistent dense kernel leaving registers for the sparse programs to run beside it (no
