@@ -24,16 +24,17 @@ H100, 256 x 151936 x 2048, every processor: 0.152 ms the call in the bench (L2 f
 83 % of its read ceiling, 87 % of the floor; the dense kernel alone 0.112 ms, at the
 ceiling (docs/measurements/bench.md). The sparse kernel's 512 threads take 64 registers
 (``sparse_regs``; 82 uncapped), so that two programs share an SM and the 256 run in one
-wave; the touched sectors bound it, not its sort. Measured and removed: one launch (a row block's listing program beside its column
-chunks, the last to take a ticket applying the lists; 42 % of the ceiling); the sparse
-kernel's lists made on a side stream beside the dense kernel, then applied (72 %); a
-persistent dense kernel leaving registers for the sparse programs to run beside it (no
-gain: the dense kernel streams slower with fewer programs an SM); the run counts by
-gathers and scans in registers in place of the work space (spills: 0.354 ms).
+wave; the touched sectors bound it, not its sort. Measured and removed: one launch (a row
+block's listing program beside its column chunks, the last to take a ticket applying the
+lists; 42 % of the ceiling); the sparse kernel's lists made on a side stream beside the
+dense kernel, then applied (72 %); a persistent dense kernel leaving registers for the
+sparse programs to run beside it (no gain: the dense kernel streams slower with fewer
+programs an SM); the run counts by gathers and scans in registers in place of the work
+space (spills: 0.354 ms).
 
 All arithmetic in float32 (the contract grants 2^-21 of the terms' magnitudes: a few
-float32 roundings). A compiled kernel depends on the logits' dtype, whether a penalty or a
-bitmask is given, the history bucket (LP, the history width rounded up to a power of two,
+float32 roundings). A compiled kernel depends on the logits' dtype (the dense one), whether
+a penalty or a bitmask is given, whether it runs under PDL, the history bucket (LP, the history width rounded up to a power of two,
 at least 32) and the launch; B, V, L, NB, W, S and which penalties are given are runtime
 values (absent penalties are neutral: 1, 0, 0).
 
