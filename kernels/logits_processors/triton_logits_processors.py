@@ -34,9 +34,9 @@ space (spills: 0.354 ms).
 
 All arithmetic in float32 (the contract grants 2^-21 of the terms' magnitudes: a few
 float32 roundings). A compiled kernel depends on the logits' dtype (the dense one), whether
-a penalty or a bitmask is given, whether it runs under PDL, the history bucket (LP, the history width rounded up to a power of two,
-at least 32) and the launch; B, V, L, NB, W, S and which penalties are given are runtime
-values (absent penalties are neutral: 1, 0, 0).
+a penalty or a bitmask is given, whether it runs under PDL, the history bucket (LP, the
+history width rounded up to a power of two, at least 32) and the launch; B, V, L, NB, W, S
+and which penalties are given are runtime values (absent penalties are neutral: 1, 0, 0).
 
 Launch settings are keyword arguments of ``logits_processors_triton.with_launch`` (a
 ``Launch``; ``launch_for`` gives the defaults): on a GPU one row a program; on a CPU (the
