@@ -9,16 +9,16 @@ ids, at most L + NB + S a row) read again from the result (gathers) and rewritte
 sort's work space (8 LP bytes a row, L2) written and read back.
 
 The two kernels, in stream order: the dense kernel, y = x (float32) where the bitmask
-allows the token (bit t mod 32 of word t // 32, least significant first; no token past
-32 W), else -inf, in many short programs; then the sparse kernel, one row a program, which
+allows the token (bit t mod 32 of word t // 32, least significant first; no token past 32
+W), else -inf, in many short programs; then the sparse kernel, one row a program, which
 rewrites every touched token from its dense value (history with the penalties, then y + b
 with the penalties for biased tokens, then -inf for the stop tokens of rows under
-min_tokens; -inf stays -inf), barriers between the three phases (a later one overwrites
-an earlier one's tokens). The sparse kernel is launched only when a sparse processor has work (the bitmask
-alone: one launch). On a long dense grid (``long_dense_grid``) it is a programmatic
-dependent of the dense kernel (PDL): it launches once every dense program has started,
-reads its inputs and sorts while the last dense programs run, and waits for the dense
-grid's end before its first store; this hides the gap between the kernels.
+min_tokens; -inf stays -inf), barriers between the three phases (a later one overwrites an
+earlier one's tokens). The sparse kernel is launched only when a sparse processor has work
+(the bitmask alone: one launch). On a long dense grid (``long_dense_grid``) it is a
+programmatic dependent of the dense kernel (PDL): it launches once every dense program has
+started, reads its inputs and sorts while the last dense programs run, and waits for the
+dense grid's end before its first store; this hides the gap between the kernels.
 
 H100, 256 x 151936 x 2048, every processor: 0.152 ms the call in the bench (L2 flushed),
 83 % of its read ceiling, 87 % of the floor; the dense kernel alone 0.112 ms, at the

@@ -46,10 +46,9 @@ def main(settings: list[str]) -> None:
             inputs = bench_batch(shape, torch.device("cuda"))
             want = lp.with_launch(pdl=False)(**fresh(inputs))
             for mode, got in (("eager", fn(**fresh(inputs))), ("graph", graphed(fn, inputs))):
-                same = torch.equal(got, want)
-                print(f"{text!r} {shape} {mode} "
-                      f"{'equal' if same else 'DIFFERS %d' % int((got != want).sum())}",
-                      flush=True)
+                verdict = ("equal" if torch.equal(got, want)
+                           else f"DIFFERS {int((got != want).sum())}")
+                print(f"{text!r} {shape} {mode} {verdict}", flush=True)
 
 
 if __name__ == "__main__":

@@ -47,14 +47,14 @@ def main(settings: list[str]) -> None:
     for text in settings:
         kw = {k: parse_value(v) for k, v in (item.split("=") for item in text.split())}
         fn = lp.with_launch(**kw)
-        whole = graph_ms(lambda: fn(**inputs))
+        whole = graph_ms(lambda fn=fn: fn(**inputs))
         real = lp.sparse_kernel
 
         class Skipped:
             def __getitem__(self, grid):
                 return lambda *a, **k: None
         lp.sparse_kernel = Skipped()
-        dense = graph_ms(lambda: fn(**inputs))
+        dense = graph_ms(lambda fn=fn: fn(**inputs))
         lp.sparse_kernel = real
         print(f"{text!r}: whole {whole:.4f} dense alone {dense:.4f}", flush=True)
     print("dense variants:", *compiled(dense_kernel), sep="\n  ")
