@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call (DEADLINE seconds, default 540) for issues 39 and 41:
-#   1. bench of triton-logits-processors' designs serial and overlap (CUDA graphs, ceiling)
-#      at 256x151936x2048:all and 32x128256x1024:all;
+#   1. bench of triton-logits-processors (CUDA graphs, ceiling) at 256x151936x2048:all and
+#      32x128256x1024:all, with and without PDL (it compared the designs serial and overlap
+#      at ca39e30; `design` was removed with the overlap design);
 #   2. `check logits-processors --budget standard` on the default kernel (design serial) and
 #      on design overlap (lp_overlap.py, since removed with the design), side by side;
 #   3. `mutate` at quick on the Triton kernels in MUTATE_KERNELS (default triton-exact and
@@ -15,7 +16,7 @@ STEP_TAIL=12
 H="python3 -m sampling_harness"
 step lp-designs 60 $H bench logits-processors --device cuda --cuda-graph --ceiling --repeat 2 \
   --calls 30 --kernel triton-logits-processors --shape 256x151936x2048:all \
-  --shape 32x128256x1024:all --launch design=serial,overlap --report-dir "$out/lp-designs"
+  --shape 32x128256x1024:all --launch pdl=False,True --report-dir "$out/lp-designs"
 step lp-standard 190 $H check logits-processors --budget standard --device cuda \
   --kernel triton-logits-processors \
   --report-dir "$out/lp-standard"

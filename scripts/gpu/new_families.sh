@@ -6,8 +6,9 @@
 #     is read on the host, so no CUDA graph);
 #   logits-processors: `check --budget standard`, the self-test (clean kernels at quick,
 #     each mutant at its budget), the bench at 256x151936x2048 and 32x128256x1024 with the
-#     read ceiling, and two launch sweeps of the Triton kernel (its designs serial, overlap
-#     with two sparse_warps; the dense kernel's block and warps).
+#     read ceiling, and two launch sweeps of the Triton kernel (PDL on and off with two
+#     sparse_warps, where it once swept the since-removed designs; the dense kernel's block
+#     and warps).
 # Every step prints its exit code and seconds (scripts/gpu/steps.sh); summary.txt holds the
 # verdicts, the seconds per check and the tables; all logs and reports go into one archive,
 # $OUT/new-families.tar.gz (a device call brings back at most 8 files).
@@ -47,7 +48,7 @@ step lp-bench 60 $H bench logits-processors --device cuda --cuda-graph --ceiling
   --shape 32x128256x1024:all --report-dir "$out/lp-bench"
 step lp-designs 70 $H bench logits-processors --device cuda --cuda-graph --ceiling --repeat 2 \
   --calls 30 --kernel triton-logits-processors --shape 256x151936x2048:all \
-  --shape 32x128256x1024:all --launch design=serial,overlap --launch sparse_warps=0,16 \
+  --shape 32x128256x1024:all --launch pdl=False,True --launch sparse_warps=0,16 \
   --report-dir "$out/lp-designs"
 step lp-dense 50 $H bench logits-processors --device cuda --cuda-graph --ceiling --repeat 2 \
   --calls 30 --kernel triton-logits-processors --shape 256x151936x2048:dense \
