@@ -181,8 +181,8 @@ def write_sparse(out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr, bias
     bias, then stop ids (a barrier between the phases: a later one overwrites an earlier
     one's tokens); ``work`` [R, 1] pointers to each row's work space. Every dense value a
     phase needs is read before the first store: the first bias slots' into registers, the
-    others' into the stash (NB float32 words a row). The history's sort and counts and the first
-    bias and stop slots come first; with PDL, while the dense kernel still runs, and
+    others' into the stash (NB float32 words a row). The history's sort and counts and the
+    first bias and stop slots come first, with PDL while the dense kernel still runs;
     ``gdc_wait`` holds the rest until its end."""
     LP: tl.constexpr = 1 << LOG_LP
     row_ok = rows < B
