@@ -43,7 +43,6 @@ from sampling_harness.kernels.sample_logits.race_noise import finite_or_masked, 
 from sampling_harness.kernels.split_scratch import cdiv, next_power_of_2, split_scratch
 
 CMAX = tl.constexpr(2048)      # candidates a row may gather
-PROBES = tl.constexpr(8)       # keys a round of ``nth_largest``'s search counts against
 GPU_SMALL, CPU_SMALL = 128, 16  # up to this many candidates: thresholds by rank (an N x N
 # tile a row; a program of many rows, on a CPU, smaller), else by bisection
 TILE, CPU_TILE = 4096, 1024    # entries of the selected groups read per step (GPU, CPU)
@@ -80,28 +79,21 @@ def value_of_key(key):
 @triton.jit
 def nth_largest(keys, n, slack):
     """A key T <= the n-th largest of ``keys`` [R, N] per row (1 <= n <= N) with
-    n <= #{key >= T} <= n + slack, by a search on the key with PROBES probes a round: [lo,
-    hi] holds the answer and #{key >= lo} >= n throughout; each round counts the keys >= the
-    probes, spread evenly over (lo, hi], moves lo to the largest probe whose count is >= n
-    and hi below the smallest whose count is not, so the range shrinks about PROBES + 1
-    times (at most 11 rounds for 2^32 keys, where a bisection takes 32; each round one
-    reduction, its latency the cost). It stops when the range holds one key (T = the n-th
-    largest) or the count at lo is within the slack. Either way {key >= T} holds the n
-    largest with all their ties; with slack 0 it is exactly that set (a count of n at lo
-    leaves no key between lo and the n-th largest)."""
+    n <= #{key >= T} <= n + slack, by bisection on the key: [lo, hi] holds the answer and
+    #{key >= lo} >= n throughout; it stops when the range holds one key (T = the n-th
+    largest; at most 32 halvings) or the count at lo is within the slack. Either way
+    {key >= T} holds the n largest with all their ties; with slack 0 it is exactly that
+    set (a count of n at lo leaves no key between lo and the n-th largest)."""
     lo = tl.min(keys, axis=1).to(tl.int64)
     hi = tl.max(keys, axis=1).to(tl.int64)
     above = tl.sum(tl.full(keys.shape, 1, tl.int32), axis=1)
-    step = tl.arange(1, PROBES + 1).to(tl.int64)[None, :]
     while tl.max(((hi > lo) & (above > n + slack)).to(tl.int32)) > 0:
-        probe = lo[:, None] + ((hi - lo + 1)[:, None] * step) // (PROBES + 1)   # [R, P]
-        count = tl.sum((keys[:, None, :] >= probe.to(tl.int32)[:, :, None]).to(tl.int32),
-                       axis=2)
-        enough = count >= n[:, None]                     # true for a prefix of the probes
-        settled = ((hi <= lo) | (above <= n + slack))[:, None]
-        lo = tl.max(tl.where(enough & ~settled, probe, lo[:, None]), axis=1)
-        above = tl.min(tl.where(enough & ~settled, count, above[:, None]), axis=1)
-        hi = tl.min(tl.where(~enough & ~settled, probe - 1, hi[:, None]), axis=1)
+        mid = (lo + hi + 1) >> 1
+        count = tl.sum((keys >= mid.to(tl.int32)[:, None]).to(tl.int32), axis=1)
+        enough = count >= n
+        lo = tl.where(enough, mid, lo)
+        above = tl.where(enough, count, above)
+        hi = tl.where(enough, hi, mid - 1)
     return lo.to(tl.int32)
 
 
