@@ -158,3 +158,24 @@ def test_history_buckets_and_the_widest_history():
         tlp.logits_processors_triton(torch.zeros(1, 4), torch.zeros(1, tlp.MAX_HISTORY + 1,
                                                                     dtype=torch.int64),
                                      torch.zeros(1, dtype=torch.int64))
+
+
+
+def test_biases_past_the_first_slots_on_history_tokens():
+    """More biased tokens than the sparse kernel's first slots (BIAS_SLOTS), every one in the
+    history's output under all three penalties: their dense values are read (into the
+    stash) before the history's values are written over them, so the bias is added to the
+    logit, not to a penalised value."""
+    generator = torch.Generator().manual_seed(12)
+    vocab, history, biased = 64, 48, 3 * tlp.BIAS_SLOTS
+    logits = torch.randn(2, vocab, generator=generator) * 3
+    token_ids = torch.arange(history).remainder(biased).repeat(2, 1)    # each twice
+    bias_ids = torch.stack([torch.randperm(biased, generator=generator) for _ in range(2)])
+    kwargs = dict(repetition_penalty=torch.tensor([1.7, 0.6]),
+                  frequency_penalty=torch.tensor([0.4, -0.3]),
+                  presence_penalty=torch.tensor([0.5, 0.2]), logit_bias_ids=bias_ids,
+                  logit_bias_values=torch.randn(2, biased, generator=generator) * 2)
+    prompt = torch.tensor([0, 24])                 # all output; then half prompt, half output
+    got = tlp.logits_processors_triton(logits.clone(), token_ids, prompt, **kwargs)
+    want = process(logits, token_ids, prompt, **kwargs)
+    assert torch.all((got.double() - want.values).abs() <= want.tolerance)
