@@ -91,7 +91,7 @@ def launch_for(batch: int, vocab: int, history: int, device: torch.device,
     if device.type == "cuda":
         pdl = long_dense_grid(batch, vocab, gpu.block, device) if gpu.pdl is None else gpu.pdl
         return replace(gpu, rows=1, sparse_warps=gpu.sparse_warps or sort_warps(history),
-                       pdl=pdl and dependent_launch(device))
+                       pdl=pdl)
     block = max(32, min(CPU_BLOCK, next_power_of_2(vocab)))
     widest = max(block, next_power_of_2(history))
     return Launch(block=block, warps=4, sparse_warps=4, sparse_regs=0, pdl=False,
@@ -125,8 +125,9 @@ def streaming_multiprocessors(device: torch.device) -> int:
 
 @functools.cache
 def dependent_launch(device: torch.device) -> bool:
-    """Whether the GPU takes programmatic dependent launch (compute capability 9 and up)."""
-    return torch.cuda.get_device_capability(device)[0] >= 9
+    """Whether ``device`` takes programmatic dependent launch: a GPU of compute capability 9
+    and up (not the interpreter, whatever the launch asks)."""
+    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
 
 
 def history_bucket(history: int) -> int:
@@ -151,42 +152,40 @@ def logits_processors_launch(logits, token_ids, num_prompt_tokens, *, repetition
     out = torch.empty((batch, vocab), dtype=torch.float32, device=logits.device)
     if batch == 0 or vocab == 0:
         return out
-    row_blocks = cdiv(batch, launch.rows)
     penalties = [p is not None for p in (repetition_penalty, frequency_penalty,
                                          presence_penalty)]
     sorting = any(penalties) and history > 0
-    log_lp = history_bucket(history)
     stop = stop_token_ids is not None and min_tokens is not None
-    bias = logit_bias_ids is not None
+    bias_width = logit_bias_ids.shape[1] if logit_bias_ids is not None else 0
+    stop_width = stop_token_ids.shape[1] if stop else 0
+    sparse = sorting or bias_width or stop_width  # else the bitmask at most: nothing sparse
+    pdl = bool(sparse and launch.pdl and dependent_launch(logits.device))
+    bitmask = allowed_bitmask.contiguous() if allowed_bitmask is not None else None
+    launch_dense(logits, out, bitmask, bitmask.shape[1] if bitmask is not None else 0,
+                 launch.rows, launch.block, launch.warps, pdl)
+    if not sparse:
+        return out
+    row_blocks, log_lp = cdiv(batch, launch.rows), history_bucket(history)
     numbers, indices = out, token_ids      # pointers of absent inputs (masked off)
     operands = [t.contiguous() if t is not None else spare for t, spare in (
         (token_ids, indices), (num_prompt_tokens, indices), (repetition_penalty, numbers),
         (frequency_penalty, numbers), (presence_penalty, numbers), (logit_bias_ids, indices),
-        (logit_bias_values, numbers), (allowed_bitmask, numbers),
-        (stop_token_ids if stop else None, indices), (min_tokens if stop else None, indices))]
-    widths = (logit_bias_ids.shape[1] if bias else 0,
-              allowed_bitmask.shape[1] if allowed_bitmask is not None else 0,
-              stop_token_ids.shape[1] if stop else 0)
+        (logit_bias_values, numbers), (stop_token_ids if stop else None, indices),
+        (min_tokens if stop else None, indices))]
     # the sort's work space, 2 LP int32 words a row, and the stash of the biased tokens'
     # dense values, NB float32 words a row (held across calls; tickets unused)
     _, work, stash = split_scratch(
         "triton-logits-processors", logits.device, 1,
-        max(row_blocks * launch.rows * (2 << log_lp), batch * widths[0]),
+        max(row_blocks * launch.rows * (2 << log_lp), batch * bias_width),
         (torch.int32, torch.float32))
-    sparse = sorting or widths[0] or widths[2]  # else the bitmask at most: nothing sparse
-    pdl = launch.pdl and sparse and logits.device.type == "cuda"
-
-    launch_dense(logits, out, operands[7] if allowed_bitmask is not None else None,
-                 widths[1], launch.rows, launch.block, launch.warps, pdl)
-    if sparse:                           # after the dense writes, in stream order
-        sparse_kernel[(row_blocks,)](
-            out, *operands[:7], *operands[8:], work, stash, batch, vocab, history, widths[0],
-            widths[2], *(int(p) for p in penalties), history if stop else 0,
-            PENALTIES=sorting, R=launch.rows, DIMS=(launch.rows - 1).bit_length() + log_lp,
-            LOG_LP=log_lp, SLOTS=SLOTS, BIAS_SLOTS=BIAS_SLOTS, PDL=pdl,
-            num_warps=launch.sparse_warps or sort_warps(history),
-            **({"launch_pdl": True} if pdl else {}),
-            **({"maxnreg": launch.sparse_regs} if launch.sparse_regs else {}))
+    sparse_kernel[(row_blocks,)](        # after the dense writes, in stream order
+        out, *operands, work, stash, batch, vocab, history, bias_width, stop_width,
+        *(int(p) for p in penalties), history if stop else 0,
+        PENALTIES=sorting, R=launch.rows, DIMS=(launch.rows - 1).bit_length() + log_lp,
+        LOG_LP=log_lp, SLOTS=SLOTS, BIAS_SLOTS=BIAS_SLOTS, PDL=pdl,
+        num_warps=launch.sparse_warps or sort_warps(history),
+        **({"launch_pdl": True} if pdl else {}),
+        **({"maxnreg": launch.sparse_regs} if launch.sparse_regs else {}))
     return out
 
 

@@ -132,15 +132,13 @@ def bias_values(y, bias, token, keys, rep, freq, pres, PENALTIES: tl.constexpr):
 
 
 @triton.jit
-def stash_dense(out_rows, stash_rows, bias_ids_ptr, rows64, row_ok, first, V, NB,
+def stash_dense(out_rows, stash_rows, bias_ids_ptr, bias_ptr, rows64, row_ok, first, V, NB,
                 SLOTS: tl.constexpr):
     """Bias slots [first, first + SLOTS): their tokens' dense values copied to the stash
     (read before any store of the history's can change them)."""
-    slot = first + tl.arange(0, SLOTS)[None, :]
-    token = tl.load(bias_ids_ptr + rows64 * NB + slot, mask=row_ok[:, None] & (slot < NB),
-                    other=-1).to(tl.int32)
-    live = (token >= 0) & (token < V)
-    tl.store(stash_rows + slot, tl.load(out_rows + token, mask=live, other=0.0), mask=live)
+    token, _, live = bias_slots(bias_ids_ptr, bias_ptr, rows64, row_ok, first, V, NB, SLOTS)
+    tl.store(stash_rows + first + tl.arange(0, SLOTS)[None, :],
+             tl.load(out_rows + token, mask=live, other=0.0), mask=live)
 
 
 @triton.jit
@@ -211,8 +209,8 @@ def write_sparse(out_ptr, ids_ptr, prompt_ptr, rep_ptr, freq_ptr, pres_ptr, bias
             gdc_wait()
     bias_y = tl.load(out_rows + bias_token, mask=biased, other=0.0)
     for first in range(BIAS_SLOTS, NB, BIAS_SLOTS):    # past the first slots: rare
-        stash_dense(out_rows, stash_rows, bias_ids_ptr, rows64, row_ok, first, V, NB,
-                    BIAS_SLOTS)
+        stash_dense(out_rows, stash_rows, bias_ids_ptr, bias_ptr, rows64, row_ok, first, V,
+                    NB, BIAS_SLOTS)
     if PENALTIES:
         value = penalised(y, 0.0, last, count, rep, freq, pres)
         tl.debug_barrier()                             # every dense value read

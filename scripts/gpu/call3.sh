@@ -27,9 +27,5 @@ step lp-standard 190 $H check logits-processors --budget standard --device cuda 
 } > "$OUT/summary.txt" 2>&1
 cat "$OUT/summary.txt"
 tar -czf "$OUT/call3.tar.gz" -C /tmp call3
-left=$(( deadline - ($(date +%s) - start) - 15 ))
-if [ "$left" -gt 60 ]; then
-  KERNELS="${MUTATE_KERNELS:-triton-exact triton-tree-rejection}" N=${N:-12} DEADLINE=$left \
-    NO_INSTALL=1 bash scripts/gpu/mutate.sh
-fi
+mutate_left ${MUTATE_KERNELS:-triton-exact triton-tree-rejection}
 echo "total $(( $(date +%s) - start )) s"

@@ -19,10 +19,6 @@ set -u
 cd "$(dirname "$0")/../.."
 source scripts/gpu/steps.sh part
 STEP_TAIL=30
-mutate_left() {  # KERNELS...: mutate.sh in what is left of the deadline
-  local left=$(( deadline - ($(date +%s) - start) - 15 ))
-  [ "$left" -gt 60 ] && KERNELS="$*" N=12 DEADLINE=$left NO_INSTALL=1 bash scripts/gpu/mutate.sh
-}
 if [ "${PART:-1}" = 1 ]; then
   step lp-bench 170 python3 -m sampling_harness bench logits-processors --device cuda \
     --cuda-graph --ceiling --repeat 3 --calls 30 --kernel triton-logits-processors \

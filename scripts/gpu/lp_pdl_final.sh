@@ -18,7 +18,5 @@ step lp-standard 150 python3 -m sampling_harness check logits-processors \
   --budget standard --device cuda --kernel triton-logits-processors \
   --report-dir "$out/lp-standard"
 tar -czf "$OUT/part.tar.gz" -C /tmp part
-left=$(( deadline - ($(date +%s) - start) - 15 ))
-[ "$left" -gt 60 ] && KERNELS=triton-logits-processors N=12 DEADLINE=$left NO_INSTALL=1 \
-  bash scripts/gpu/mutate.sh
+mutate_left triton-logits-processors
 echo "total $(( $(date +%s) - start )) s"

@@ -30,9 +30,5 @@ step noise-floor-quick 60 python3 -m sampling_harness selftest sample --device c
 } > "$OUT/summary.txt" 2>&1
 cat "$OUT/summary.txt"
 tar -czf "$OUT/open-work.tar.gz" -C /tmp open-work
-left=$(( deadline - ($(date +%s) - start) - 15 ))
-if [ "$left" -gt 60 ]; then
-  KERNELS="${MUTATE_KERNELS:-triton-inverse-cdf}" \
-    N=${N:-12} DEADLINE=$left NO_INSTALL=1 bash scripts/gpu/mutate.sh
-fi
+mutate_left ${MUTATE_KERNELS:-triton-inverse-cdf}
 echo "total $(( $(date +%s) - start )) s"

@@ -3,7 +3,8 @@
 # /tmp/RUN as $out, the clock ($start) and $deadline (DEADLINE, default 540 s); without RUN
 # the caller has set $out, $start and $deadline. Each `step` then runs under min(its limit,
 # the time left before the deadline), its log in $out/NAME.log, its last $STEP_TAIL lines
-# (default 80) printed, then its exit code and seconds.
+# (default 80) printed, then its exit code and seconds. `mutate_left KERNELS...` runs
+# scripts/gpu/mutate.sh in what is left.
 if [ -n "${1:-}" ]; then
   source scripts/gpu-env.sh
   OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -21,6 +22,12 @@ step() {  # NAME MAX_SECONDS COMMAND...
   timeout "$most" "$@" > "$out/$name.log" 2>&1; code=$?
   grep -v "^USDT\|Warning\|warn(" "$out/$name.log" | tail -n "${STEP_TAIL:-80}"
   echo "== $name: exit $code in $(( $(date +%s) - t0 )) s"
+}
+mutate_left() {  # KERNELS...: `mutate` at quick (N mutants, default 12) in what is left of
+  # the deadline, less 15 s for the caller's archive; nothing when under a minute is left
+  local left=$(( deadline - ($(date +%s) - start) - 15 ))
+  [ "$left" -gt 60 ] && KERNELS="$*" N=${N:-12} DEADLINE=$left NO_INSTALL=1 \
+    bash scripts/gpu/mutate.sh
 }
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, \
 torch.cuda.get_device_name())"
