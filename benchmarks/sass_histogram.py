@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 
-OPCODE = re.compile(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9.]+)")
+OPCODE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9.]+)")
 
 
 def histogram(sass: str) -> collections.Counter:

@@ -72,6 +72,13 @@ def cdiv(a: int, b: int) -> int:
 
 
 @functools.cache
+def dependent_launch(device: torch.device) -> bool:
+    """Whether ``device`` takes programmatic dependent launch (PDL): a GPU of compute
+    capability 9 and up (not the interpreter, whatever the launch asks)."""
+    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
+
+
+@functools.cache
 def multiprocessors(device: torch.device) -> int:
     """The streaming multiprocessors of a CUDA device."""
     return torch.cuda.get_device_properties(device).multi_processor_count

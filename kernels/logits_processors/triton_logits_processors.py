@@ -55,6 +55,8 @@ from sampling_harness.kernels.logits_processors.triton_dense import launch_dense
 from sampling_harness.kernels.logits_processors.triton_sparse import sparse_kernel
 from sampling_harness.kernels.split_scratch import (
     cdiv,
+    dependent_launch,
+    multiprocessors,
     next_power_of_2,
     split_scratch,
 )
@@ -114,20 +116,7 @@ def long_dense_grid(batch: int, vocab: int, block: int, device: torch.device) ->
     a loss on a short one (H100, 3422847: 256 x 151936, 74 programs an SM, 0.1656 ->
     0.1630 ms; 32 x 128256, 8 an SM, 0.0283 -> 0.0377 ms; docs/measurements/bench.md)."""
     programs = batch * cdiv(vocab, max(32, block))
-    return programs >= PDL_PROGRAMS_PER_SM * streaming_multiprocessors(device)
-
-
-@functools.cache
-def streaming_multiprocessors(device: torch.device) -> int:
-    """The GPU's SM count."""
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
-@functools.cache
-def dependent_launch(device: torch.device) -> bool:
-    """Whether ``device`` takes programmatic dependent launch: a GPU of compute capability 9
-    and up (not the interpreter, whatever the launch asks)."""
-    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
+    return programs >= PDL_PROGRAMS_PER_SM * multiprocessors(device)
 
 
 def history_bucket(history: int) -> int:

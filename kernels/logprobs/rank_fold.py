@@ -52,18 +52,37 @@ def sorted_keys(ck, pos, FIRST: tl.constexpr, G: tl.constexpr):
 
 @triton.jit
 def count_lanes(count, key, key_id, LANES: tl.constexpr):
-    """count [R, G, LANES] += (key [R, 1, BLOCK] >= key_id [R, G, 1]), float32, summed over
-    each thread's elements (4 adjacent, repeated BLOCK / (4 LANES) times) in registers."""
-    hit = tl.where(key >= key_id, 1.0, 0.0)
+    """count [R, G, LANES] += (key [R, 1, BLOCK] >= key_id [R, G, 1]), summed over each
+    thread's elements (4 adjacent, repeated BLOCK / (4 LANES) times) in registers. float32
+    counts add 1.0 a hit (a compare that writes 1.0 or 0, then an add); int32 counts add -1
+    a hit (a compare that writes the mask -1 or 0, the sum three operands an add): they
+    count down, ``lane_total`` turns them back."""
+    if count.dtype == tl.float32:
+        hit = tl.where(key >= key_id, 1.0, 0.0)
+    else:
+        hit = tl.where(key >= key_id, -1, 0)
     reps: tl.constexpr = hit.shape[2] // (4 * LANES)
     hit = tl.reshape(hit, [hit.shape[0], hit.shape[1], reps, LANES, 4])
     return count + tl.sum(tl.sum(hit, 4), 2)
 
 
 @triton.jit
-def zero_counts(R: tl.constexpr, G: tl.constexpr, LANES: tl.constexpr):
-    """[R, G, LANES] float32 zeros: a group's lane counts."""
-    return tl.zeros([R, G, LANES], tl.float32)
+def zero_counts(R: tl.constexpr, G: tl.constexpr, LANES: tl.constexpr, MASKS: tl.constexpr):
+    """[R, G, LANES] zeros: a group's lane counts, int32 counted down by masks (MASKS) or
+    float32 (``count_lanes``)."""
+    if MASKS:
+        return tl.zeros([R, G, LANES], tl.int32)
+    else:
+        return tl.zeros([R, G, LANES], tl.float32)
+
+
+@triton.jit
+def lane_total(count):
+    """int32 [R, G]: a group's count from its lane counts (``count_lanes``)."""
+    if count.dtype == tl.float32:
+        return tl.sum(count, axis=2).to(tl.int32)
+    else:
+        return -tl.sum(count, axis=2)
 
 
 @triton.jit
@@ -78,6 +97,20 @@ def online_lse(z, m, s):
 
 
 @triton.jit
+def thread_lse(z, m, s, LANES: tl.constexpr):
+    """Fold z [R, 1, BLOCK] (-inf where masked) into the per-thread max m and sum-exp s
+    [R, 1, LANES]: the block's max of each thread's elements first, s rescaled once to it,
+    then one exponential an element, e^(z - m). m starts at the lowest finite float, so no
+    -inf - -inf; -inf adds 0."""
+    reps: tl.constexpr = z.shape[2] // (4 * LANES)
+    zr = tl.reshape(z, [z.shape[0], reps, LANES, 4])
+    m_new = tl.maximum(m, tl.max(tl.max(zr, 3), 1)[:, None, :])
+    e = tl.exp2((zr - tl.reshape(m_new, [z.shape[0], 1, LANES, 1])) * LOG2E)
+    s = s * tl.exp2((m - m_new) * LOG2E) + tl.sum(tl.sum(e, 3), 1)[:, None, :]
+    return m_new, s
+
+
+@triton.jit
 def needed(bm, least):
     """Whether any row's block max reaches a group's smallest key (NaN: needed)."""
     return tl.max(tl.where(bm < least, 0, 1)) > 0
@@ -85,12 +118,14 @@ def needed(bm, least):
 
 @triton.jit
 def fold(x, ok, m, s, counts, keys, least, cutoff, t, logprobs, processed,
-         LANES: tl.constexpr, MASKED: tl.constexpr, PRUNED: tl.constexpr):
-    """Fold a block x [R, 1, BLOCK] (-inf where not ok) into the per-lane max m and sum-exp
-    s and the counts of the three groups: all of them, or (PRUNED) those whose smallest key
-    the block's max reaches, the last group (the smallest keys) first, each next one only if
-    the one after it was. ``logprobs`` and ``processed``: runtime flags of the mode (one
-    uniform branch a block each, not a compiled kernel per mode)."""
+         LANES: tl.constexpr, MASKED: tl.constexpr, PRUNED: tl.constexpr,
+         THREAD_LSE: tl.constexpr):
+    """Fold a block x [R, 1, BLOCK] (-inf where not ok) into the max m and sum-exp s (per
+    element, or per thread: THREAD_LSE) and the counts of the three groups: all of them, or
+    (PRUNED) those whose smallest key the block's max reaches, the last group (the smallest
+    keys) first, each next one only if the one after it was. ``logprobs`` and ``processed``:
+    runtime flags of the mode (one uniform branch a block each, not a compiled kernel per
+    mode)."""
     key = x.to(tl.float32)
     if processed:
         key = tl.where(key >= cutoff[:, None, None], key, float("-inf"))
@@ -98,7 +133,10 @@ def fold(x, ok, m, s, counts, keys, least, cutoff, t, logprobs, processed,
         z = key
         if processed:
             z = key / t[:, None, None]
-        m, s = online_lse(z, m, s)
+        if THREAD_LSE:
+            m, s = thread_lse(z, m, s, LANES)
+        else:
+            m, s = online_lse(z, m, s)
     if PRUNED:
         bm = tl.max(key, axis=2)                      # [R, 1]; -inf where masked
     if MASKED:
@@ -124,7 +162,7 @@ def store_group(counts_ptr, count, rows, row_ok, split, B, W: tl.constexpr,
                 FIRST: tl.constexpr):
     """The counts of window positions FIRST .. of one split (the group's lane counts)."""
     at = FIRST + tl.arange(0, count.shape[1])
-    total = tl.sum(count, axis=2).to(tl.int32)
+    total = lane_total(count)
     tl.store(counts_ptr + (split * B + rows.to(tl.int64))[:, None] * W + at[None, :],
              total, mask=row_ok[:, None])
 

@@ -43,6 +43,7 @@ buffers and the select's scratch are held per (device, stream) for engine-sized 
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents
 
 from sampling_harness.kernels.meta import per_request_seeds
 from sampling_harness.kernels.sample_logits import triton_row_fallback as fallback
@@ -50,7 +51,12 @@ from sampling_harness.kernels.sample_logits import triton_top_k_select as select
 from sampling_harness.kernels.sample_logits.race_noise import finite_or_masked
 from sampling_harness.kernels.sample_logits.triton_row_fallback import fallback_race
 from sampling_harness.kernels.sample_logits.triton_top_k_select import GROUPS
-from sampling_harness.kernels.split_scratch import cdiv, next_power_of_2, split_scratch
+from sampling_harness.kernels.split_scratch import (
+    cdiv,
+    dependent_launch,
+    next_power_of_2,
+    split_scratch,
+)
 from sampling_harness.kernels.triton_seeds import seed_argument
 
 KMAX = 1024
@@ -59,19 +65,24 @@ CPU_TILE = 2**20                  # entries a program of _group_max holds on a C
 # sample_logits_triton's keyword launch settings default to these and to those of the
 # select and the fallback (bound at import: patching them changes nothing)
 GPU_GROUP_BLOCK = 8192           # _group_max: the columns of a program's group maxima
-GPU_WARPS = 4                    # _group_max's and _select_race's warps
+GPU_WARPS = 4                    # _group_max's warps
+GPU_SELECT_WARPS = 4             # _select_race's warps
 HELD_GROUP_ENTRIES = 1 << 20     # group buffers held between calls up to this many entries
 NEG_INF = float("-inf")
 
 
 @triton.jit(do_not_specialize=["B", "V", "G"])
 def _group_max(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr, bad_ptr, B, V,
-               stride, G, BLOCK_R: tl.constexpr, BLOCK_G: tl.constexpr, S: tl.constexpr):
+               stride, G, BLOCK_R: tl.constexpr, BLOCK_G: tl.constexpr, S: tl.constexpr,
+               PDL: tl.constexpr):
     """Programs (row block, group block): the max m of each group of S columns (-inf past V;
     NaN and +inf read as -inf, and flagged in ``bad``) and, for rows with top-p alone, the
     group's mass sum exp(z - m / T) over its finite entries, z = x / T in float32 (its terms
-    in (0, 1], the largest 1).
+    in (0, 1], the largest 1). With PDL the select (a programmatic dependent) may launch
+    once every program has started; it waits for this grid's end before its first read.
     Memory traffic: the logits read once (2 or 4 B per entry); 5 or 9 B per group written."""
+    if PDL:
+        gdc_launch_dependents()
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     groups = tl.program_id(1) * BLOCK_G + tl.arange(0, BLOCK_G)
     cols = groups[None, :, None] * S + tl.arange(0, S)[None, None, :]
@@ -104,12 +115,13 @@ def group_width(vocab: int) -> int:
 
 
 def group_maxima(logits, temperature, top_k, top_p, *, group_block: int = GPU_GROUP_BLOCK,
-                 warps: int = GPU_WARPS) -> tuple[torch.Tensor, ...]:
+                 warps: int = GPU_WARPS, pdl: bool = False) -> tuple[torch.Tensor, ...]:
     """(maxima, masses, bad, unresolved) of ``_group_max``, flat: float32 maxima and masses
     (B G entries; masses unwritten in rows without top-p alone), int8 flags of groups
     holding a NaN or +inf, and int8 room for B unresolved flags (``group_buffers``). The
     wrapper's first launch: nothing before it but the buffers' lookup. On a GPU a program
-    takes ``group_block`` columns with ``warps`` warps."""
+    takes ``group_block`` columns with ``warps`` warps; ``pdl``: the select that follows is
+    a programmatic dependent launch."""
     batch, vocab = logits.shape
     width = group_width(vocab)
     count = cdiv(vocab, width)
@@ -121,7 +133,7 @@ def group_maxima(logits, temperature, top_k, top_p, *, group_block: int = GPU_GR
         block_r, block_g = 1, max(1, group_block // width)
     _group_max[(cdiv(batch, block_r), cdiv(count, block_g))](
         logits, temperature, top_k, top_p, *buffers[:3], batch, vocab, logits.stride(0),
-        count, BLOCK_R=block_r, BLOCK_G=block_g, S=width, num_warps=warps)
+        count, BLOCK_R=block_r, BLOCK_G=block_g, S=width, PDL=pdl, num_warps=warps)
     return buffers
 
 
@@ -171,6 +183,7 @@ def fold_min_p(logits: torch.Tensor, t: torch.Tensor, k: torch.Tensor, min_p: to
 def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,
                          top_p: torch.Tensor, seed, min_p: torch.Tensor | None = None, *,
                          group_block: int = GPU_GROUP_BLOCK, warps: int = GPU_WARPS,
+                         select_warps: int = GPU_SELECT_WARPS, select_pdl: bool = False,
                          select_tile: int = select.TILE, select_small: int = select.GPU_SMALL,
                          fallback_block: int = fallback.GPU_BLOCK,
                          fallback_search: int = fallback.GPU_SEARCH,
@@ -180,9 +193,11 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     """Family ``sample-logits``: one token id per row, as int64 [B] (paths: module doc).
     ``seed``: an int, or int64 [B] per-request seeds (kernels/triton_seeds.py).
     Launch settings (keywords, ``bench --launch``), on a GPU (the interpreter takes its own
-    tiles): ``group_block`` columns a program of ``_group_max``, its and ``_select_race``'s
-    ``warps``, the select's ``select_tile`` entries a step and ``select_small`` candidates
-    ranked by comparison (also in a CPU's one-row programs), the fallback's race tile
+    tiles): ``group_block`` columns a program of ``_group_max`` and its ``warps``,
+    ``_select_race``'s ``select_warps``, whether it is a programmatic dependent launch of
+    ``_group_max`` (``select_pdl``, on GPUs that take it), its ``select_tile`` entries a step
+    and ``select_small`` candidates ranked by comparison (also in a CPU's one-row programs),
+    the fallback's race tile
     ``fallback_block``, search tile ``fallback_search``, ``fallback_warps`` and
     ``fallback_programs_per_sm``."""
     if logits.dim() != 2 or logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
@@ -197,14 +212,15 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     k, p = contiguous_as(top_k, torch.int64), contiguous_as(top_p, torch.float32)
     if min_p is not None:
         k = fold_min_p(logits, t, k, min_p.to(logits.device))
+    pdl = select_pdl and dependent_launch(logits.device)
     maxima, masses, bad, unresolved = group_maxima(logits, t, k, p, group_block=group_block,
-                                                   warps=warps)
+                                                   warps=warps, pdl=pdl)
     ids = torch.empty(batch, dtype=torch.int64, device=logits.device)
     unresolved = unresolved[:batch]
-    block_r, select_warps = select_rows(batch, vocab, logits.device, warps)
+    block_r, select_warps = select_rows(batch, vocab, logits.device, select_warps)
     select.select_race(logits, maxima, masses, bad, group_width(vocab), t, k, p, KMAX, seed,
                        block_r, select_warps, ids, unresolved, small=select_small,
-                       tile=select_tile)
+                       tile=select_tile, pdl=pdl)
     fallback_race(logits, t, k, p, unresolved, ids, seed, block=fallback_block,
                   search=fallback_search, warps=fallback_warps,
                   programs_per_sm=fallback_programs_per_sm)

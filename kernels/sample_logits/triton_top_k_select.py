@@ -38,6 +38,7 @@ back (8 B each, L2); one id and one flag written.
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_wait
 
 from sampling_harness.kernels.sample_logits.race_noise import finite_or_masked, scores
 from sampling_harness.kernels.split_scratch import cdiv, next_power_of_2, split_scratch
@@ -239,25 +240,29 @@ def _select_race(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr
                  groups_ptr, vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0, B, V, G,
                  stride, kmax, nucleus_groups, BLOCK_R: tl.constexpr, GP: tl.constexpr,
                  S: tl.constexpr, GB: tl.constexpr, SMALL: tl.constexpr, NMAX: tl.constexpr,
-                 RACE: tl.constexpr):
+                 RACE: tl.constexpr, PDL: tl.constexpr):
     """Programs: BLOCK_R rows each, from batch row ``row0`` on (module docstring); scratch
     row r - row0 for batch row r; the race reads RACE candidates at a time. An invalid row
     (a group flagged ``bad``: a NaN or +inf; or no finite entry) gets the sentinel id 0
-    here. Memory traffic: the module's, and the group flags (1 B a group)."""
+    here. PDL: launched as a programmatic dependent of ``_group_max``, the filters read
+    before ``gdc_wait``, the group maxima after it. Memory traffic: the module's, and the
+    group flags (1 B a group)."""
     slots = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     rows = row0 + slots
     ok = rows < B
     rows64 = rows.to(tl.int64)
     slots = slots.to(tl.int64)
+    t = tl.load(temp_ptr + rows, mask=ok, other=1.0)
+    k = tl.load(topk_ptr + rows, mask=ok, other=0)
+    top_p = tl.load(topp_ptr + rows, mask=ok, other=1.0)
+    if PDL:
+        gdc_wait()                             # the group maxima and flags first
     g = tl.arange(0, GP)[None, :]
     in_row = ok[:, None] & (g < G)
     row_maxima = tl.load(maxima_ptr + rows64[:, None] * G + g, mask=in_row, other=float("-inf"))
     bad = tl.load(bad_ptr + rows64[:, None] * G + g, mask=in_row, other=0)
     invalid = ok & ((tl.max(bad.to(tl.int32), axis=1) > 0)
                     | (tl.max(row_maxima, axis=1) == float("-inf")))
-    t = tl.load(temp_ptr + rows, mask=ok, other=1.0)
-    k = tl.load(topk_ptr + rows, mask=ok, other=0)
-    top_p = tl.load(topp_ptr + rows, mask=ok, other=1.0)
     greedy = t == 0.0
     top_k_row = (t > 0.0) & (k > 0) & (k <= kmax) & (k < V) & (k <= G)
     alone = (t > 0.0) & ((k <= 0) | (k >= V)) & (top_p < 1.0)
@@ -312,7 +317,7 @@ def _select_race(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr
 
 def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, kmax, seed,
                 block_r, warps, ids, unresolved, race_tile: int | None = None, *,
-                small: int = GPU_SMALL, tile: int = TILE) -> None:
+                small: int = GPU_SMALL, tile: int = TILE, pdl: bool = False) -> None:
     """Write the ids of the greedy, top-k and top-p-alone rows into ``ids`` (int64 [B]), id
     0 at invalid rows (``bad`` groups, or no finite entry), and flag the rest in
     ``unresolved`` (int8 [B]: no filter, k > ``kmax``, wide top-p sets, more than CMAX
@@ -322,7 +327,8 @@ def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, k
     calls; the noise is keyed by the batch row either way. ``race_tile``: the candidates the
     race reads at a time (None: SMALL on a GPU, one compiled race for every count; NMAX on a
     CPU, one loop trip, as the interpreter pays per trip). ``small``, ``tile``: launch
-    settings (``tiers``)."""
+    settings (``tiers``); ``pdl``: a programmatic dependent launch of ``_group_max`` (which
+    then calls ``gdc_launch_dependents``)."""
     batch, vocab = logits.shape
     count = cdiv(vocab, width)
     device = logits.device
@@ -337,7 +343,7 @@ def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, k
             logits, maxima, masses, bad, temperature, top_k, top_p, groups, vals, cols, ids,
             unresolved, seed, row0, batch, vocab, count, logits.stride(0), kmax,
             NUCLEUS_GROUPS, BLOCK_R=block_r, GP=gp, S=width, GB=gb, SMALL=small, NMAX=nmax,
-            RACE=race_tile, num_warps=warps)
+            RACE=race_tile, PDL=pdl, num_warps=warps, **({"launch_pdl": True} if pdl else {}))
 
 
 def tiers(vocab: int, groups: int, width: int, device: torch.device, block_r: int,
