@@ -86,7 +86,7 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
                      processed, BLOCK_R: tl.constexpr,
                      BLOCK: tl.constexpr, LANES: tl.constexpr, KP: tl.constexpr,
                      G1: tl.constexpr, G2: tl.constexpr, G3: tl.constexpr,
-                     STAGES: tl.constexpr, MASKS: tl.constexpr, THREAD_LSE: tl.constexpr):
+                     STAGES: tl.constexpr, THREAD_LSE: tl.constexpr):
     """Program (r, p): rows r BLOCK_R .. + BLOCK_R - 1, columns [p CHUNK, (p + 1) CHUNK);
     the groups G1, G2, G3 take the last W = G1 + G2 + G3 of KP sorted positions (K <= W).
     Memory traffic: the logits read once (4 or 2 B V per row); per split the ids and their
@@ -119,8 +119,8 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
     LSE_WIDTH: tl.constexpr = LANES if THREAD_LSE else BLOCK
     m = tl.full([BLOCK_R, 1, LSE_WIDTH], LOWEST, tl.float32)
     s = tl.zeros([BLOCK_R, 1, LSE_WIDTH], tl.float32)
-    counts = (zero_counts(BLOCK_R, G1, LANES, MASKS), zero_counts(BLOCK_R, G2, LANES, MASKS),
-              zero_counts(BLOCK_R, G3, LANES, MASKS))
+    counts = (zero_counts(BLOCK_R, G1, LANES), zero_counts(BLOCK_R, G2, LANES),
+              zero_counts(BLOCK_R, G3, LANES))
     first = x.to(tl.float32)       # prune unless the first block holds more than prune_limit
     if processed:                  # entries at or above group 1's smallest key
         first = tl.where(first >= cutoff[:, None, None], first, float("-inf"))
@@ -183,9 +183,9 @@ class Launch:
     stages: int = 4              # blocks in flight in Triton's pipelined loops
     prune_limit: int | None = None   # the rule's limit (None: group 1's size, per row; -1:
     # never prune; a large number: always)
-    masks: bool = False          # int32 counts, counted down by compare masks (else float32)
     thread_lse: bool = False     # the sum-exp per thread, rescaled once a block (else per
     # element)
+    maxnreg: int | None = None   # a GPU's registers a thread at most (None: the compiler's)
 
 
 @dataclass(frozen=True)
@@ -229,7 +229,7 @@ def launch_for(batch: int, vocab: int, slots: int, device: torch.device, gpu: La
     tile = next_power_of_2(sum(id_groups(slots))) * block
     return Launch(block=block, warps=4, rows=max(1, min(next_power_of_2(batch),
                                                         CPU_TILE // tile)),
-                  prune_limit=gpu.prune_limit, masks=gpu.masks, thread_lse=gpu.thread_lse)
+                  prune_limit=gpu.prune_limit, thread_lse=gpu.thread_lse)
 
 
 def split_columns(vocab: int, block: int, wanted: int) -> tuple[int, int]:
@@ -251,8 +251,9 @@ def plan_for(batch: int, vocab: int, slots: int, launch: Launch) -> Plan:
                 chunk=chunk, limit=limit, partials=splits * batch * (width + 2),
                 constexprs=dict(BLOCK_R=launch.rows, BLOCK=launch.block, LANES=lanes,
                                 KP=next_power_of_2(width), G1=g1, G2=g2, G3=g3,
-                                STAGES=launch.stages, MASKS=launch.masks,
-                                THREAD_LSE=launch.thread_lse, num_warps=launch.warps))
+                                STAGES=launch.stages, THREAD_LSE=launch.thread_lse,
+                                num_warps=launch.warps,
+                                **({"maxnreg": launch.maxnreg} if launch.maxnreg else {})))
 
 
 def row_cutoffs(logits: torch.Tensor, temperature, top_k, top_p):
@@ -315,23 +316,23 @@ def logprobs_triton(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
                     temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor, *,
                     block: int = GPU.block, warps: int = GPU.warps, stages: int = GPU.stages,
                     programs_per_sm: int = GPU_PROGRAMS_PER_SM,
-                    prune_limit: int | None = GPU.prune_limit, masks: bool = GPU.masks,
-                    thread_lse: bool = GPU.thread_lse
+                    prune_limit: int | None = GPU.prune_limit,
+                    thread_lse: bool = GPU.thread_lse, maxnreg: int | None = GPU.maxnreg
                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """Family ``logprobs``: (values float32 [B, K], -inf at padding; ranks int64 [B, K]).
     Launch settings (keywords, ``bench --launch``): on a GPU the ``block`` width, ``warps``,
     the loops' ``stages`` and ``programs_per_sm`` (the split; the interpreter takes its own
-    blocks); on both the ``prune_limit`` and the counts' and sum-exp's forms, ``masks`` and
+    blocks) and ``maxnreg``; on both the ``prune_limit`` and the sum-exp's form,
     ``thread_lse`` (``Launch``). The plan of each (B, V, K, device,
     settings) is held, so an eager call's host work is a dictionary lookup and ``run_plan``."""
     (batch, vocab), slots = logits.shape, token_ids.shape[1]
     device = logits.device
     key = (batch, vocab, slots, device, block, warps, stages, programs_per_sm, prune_limit,
-           masks, thread_lse)
+           thread_lse, maxnreg)
     plan = _PLANS.get(key)
     if plan is None and batch and slots:
         gpu = Launch(block=block, warps=warps, stages=stages, prune_limit=prune_limit,
-                     masks=masks, thread_lse=thread_lse)
+                     thread_lse=thread_lse, maxnreg=maxnreg)
         plan = plan_for(batch, vocab, slots,
                         launch_for(batch, vocab, slots, device, gpu, programs_per_sm))
         if len(_PLANS) >= PLANS_HELD:

@@ -184,6 +184,7 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
                          top_p: torch.Tensor, seed, min_p: torch.Tensor | None = None, *,
                          group_block: int = GPU_GROUP_BLOCK, warps: int = GPU_WARPS,
                          select_warps: int = GPU_SELECT_WARPS, select_pdl: bool = False,
+                         select_prefetch: bool = False,
                          select_tile: int = select.TILE, select_small: int = select.GPU_SMALL,
                          fallback_block: int = fallback.GPU_BLOCK,
                          fallback_search: int = fallback.GPU_SEARCH,
@@ -195,7 +196,8 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     Launch settings (keywords, ``bench --launch``), on a GPU (the interpreter takes its own
     tiles): ``group_block`` columns a program of ``_group_max`` and its ``warps``,
     ``_select_race``'s ``select_warps``, whether it is a programmatic dependent launch of
-    ``_group_max`` (``select_pdl``, on GPUs that take it), its ``select_tile`` entries a step
+    ``_group_max`` (``select_pdl``, on GPUs that take it), whether its gather reads a step
+    ahead (``select_prefetch``), its ``select_tile`` entries a step
     and ``select_small`` candidates ranked by comparison (also in a CPU's one-row programs),
     the fallback's race tile
     ``fallback_block``, search tile ``fallback_search``, ``fallback_warps`` and
@@ -220,7 +222,7 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     block_r, select_warps = select_rows(batch, vocab, logits.device, select_warps)
     select.select_race(logits, maxima, masses, bad, group_width(vocab), t, k, p, KMAX, seed,
                        block_r, select_warps, ids, unresolved, small=select_small,
-                       tile=select_tile, pdl=pdl)
+                       tile=select_tile, pdl=pdl, prefetch=select_prefetch)
     fallback_race(logits, t, k, p, unresolved, ids, seed, block=fallback_block,
                   search=fallback_search, warps=fallback_warps,
                   programs_per_sm=fallback_programs_per_sm)

@@ -223,6 +223,29 @@ def race_candidates(vals_ptr, cols_ptr, slots, rows, count, cutoff, t, greedy, s
 
 
 @triton.jit
+def selected_groups(groups_ptr, slots, picked, first, GP: tl.constexpr, GB: tl.constexpr):
+    """[R, GB] the selected groups first .. first + GB - 1 of each row's list (0 past it)."""
+    j = first + tl.arange(0, GB)[None, :]
+    return tl.load(groups_ptr + slots[:, None] * GP + j, mask=j < picked[:, None], other=0)
+
+
+@triton.jit
+def group_columns(group, picked, first, V, S: tl.constexpr):
+    """(cols, inside) [R, GB, S]: the columns of the groups ``group`` (list positions first
+    ..) and whether each is live (a listed group, inside the row)."""
+    live = first + tl.arange(0, group.shape[1])[None, :] < picked[:, None]
+    cols = group[:, :, None] * S + tl.arange(0, S)[None, None, :]
+    return cols, live[:, :, None] & (cols < V)
+
+
+@triton.jit
+def read_entries(logits_ptr, rows64, stride, cols, inside):
+    """float32 entries at ``cols`` where ``inside`` (else -inf), NaN and +inf as -inf."""
+    return finite_or_masked(tl.load(logits_ptr + rows64[:, None, None] * stride + cols,
+                                    mask=inside, other=float("-inf")).to(tl.float32))
+
+
+@triton.jit
 def whole_row_mass(masses_ptrs, maxima, alone, t):
     """float64 [R]: sum exp(z - top) over the row, from its group masses and maxima (``alone``
     marks the groups of top-p-alone rows; 0 elsewhere), top = the row's largest z."""
@@ -240,12 +263,13 @@ def _select_race(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr
                  groups_ptr, vals_ptr, cols_ptr, ids_ptr, unresolved_ptr, seed, row0, B, V, G,
                  stride, kmax, nucleus_groups, BLOCK_R: tl.constexpr, GP: tl.constexpr,
                  S: tl.constexpr, GB: tl.constexpr, SMALL: tl.constexpr, NMAX: tl.constexpr,
-                 RACE: tl.constexpr, PDL: tl.constexpr):
+                 RACE: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr):
     """Programs: BLOCK_R rows each, from batch row ``row0`` on (module docstring); scratch
     row r - row0 for batch row r; the race reads RACE candidates at a time. An invalid row
     (a group flagged ``bad``: a NaN or +inf; or no finite entry) gets the sentinel id 0
     here. PDL: launched as a programmatic dependent of ``_group_max``, the filters read
-    before ``gdc_wait``, the group maxima after it. Memory traffic: the module's, and the
+    before ``gdc_wait``, the group maxima after it. PREFETCH: each step of the gather reads
+    the next step's entries before it compacts its own. Memory traffic: the module's, and the
     group flags (1 B a group)."""
     slots = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     rows = row0 + slots
@@ -280,15 +304,21 @@ def _select_race(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr
     tl.debug_barrier()                         # the group list, written above, read below
 
     count = tl.zeros([BLOCK_R], tl.int32)
-    e = tl.arange(0, S)[None, None, :]
+    if PREFETCH:                               # the first step's groups, read ahead
+        group_next = selected_groups(groups_ptr, slots, picked, 0, GP, GB)
+        cols_next, inside_next = group_columns(group_next, picked, 0, V, S)
+        x_next = read_entries(logits_ptr, rows64, stride, cols_next, inside_next)
     for start in range(0, tl.max(picked), GB):
-        j = start + tl.arange(0, GB)[None, :]
-        live = j < picked[:, None]
-        group = tl.load(groups_ptr + slots[:, None] * GP + j, mask=live, other=0)
-        cols = group[:, :, None] * S + e
-        inside = live[:, :, None] & (cols < V)
-        x = finite_or_masked(tl.load(logits_ptr + rows64[:, None, None] * stride + cols,
-                                     mask=inside, other=float("-inf")).to(tl.float32))
+        if PREFETCH:                           # this step's entries were read a step ago
+            cols, inside = group_columns(group_next, picked, start, V, S)
+            x = x_next
+            group_next = selected_groups(groups_ptr, slots, picked, start + GB, GP, GB)
+            cols_next, inside_next = group_columns(group_next, picked, start + GB, V, S)
+            x_next = read_entries(logits_ptr, rows64, stride, cols_next, inside_next)
+        else:
+            cols, inside = group_columns(selected_groups(groups_ptr, slots, picked, start,
+                                                         GP, GB), picked, start, V, S)
+            x = read_entries(logits_ptr, rows64, stride, cols, inside)
         hit = (inside & (x >= tau[:, None, None])
                & ((x > float("-inf")) | greedy[:, None, None])).to(tl.int32)
         per_group = tl.sum(hit, axis=2)                      # slots: groups, then columns
@@ -317,7 +347,8 @@ def _select_race(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr
 
 def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, kmax, seed,
                 block_r, warps, ids, unresolved, race_tile: int | None = None, *,
-                small: int = GPU_SMALL, tile: int = TILE, pdl: bool = False) -> None:
+                small: int = GPU_SMALL, tile: int = TILE, pdl: bool = False,
+                prefetch: bool = False) -> None:
     """Write the ids of the greedy, top-k and top-p-alone rows into ``ids`` (int64 [B]), id
     0 at invalid rows (``bad`` groups, or no finite entry), and flag the rest in
     ``unresolved`` (int8 [B]: no filter, k > ``kmax``, wide top-p sets, more than CMAX
@@ -328,7 +359,7 @@ def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, k
     race reads at a time (None: SMALL on a GPU, one compiled race for every count; NMAX on a
     CPU, one loop trip, as the interpreter pays per trip). ``small``, ``tile``: launch
     settings (``tiers``); ``pdl``: a programmatic dependent launch of ``_group_max`` (which
-    then calls ``gdc_launch_dependents``)."""
+    then calls ``gdc_launch_dependents``); ``prefetch``: the gather reads a step ahead."""
     batch, vocab = logits.shape
     count = cdiv(vocab, width)
     device = logits.device
@@ -343,7 +374,8 @@ def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, k
             logits, maxima, masses, bad, temperature, top_k, top_p, groups, vals, cols, ids,
             unresolved, seed, row0, batch, vocab, count, logits.stride(0), kmax,
             NUCLEUS_GROUPS, BLOCK_R=block_r, GP=gp, S=width, GB=gb, SMALL=small, NMAX=nmax,
-            RACE=race_tile, PDL=pdl, num_warps=warps, **({"launch_pdl": True} if pdl else {}))
+            RACE=race_tile, PDL=pdl, PREFETCH=prefetch, num_warps=warps,
+            **({"launch_pdl": True} if pdl else {}))
 
 
 def tiers(vocab: int, groups: int, width: int, device: torch.device, block_r: int,
