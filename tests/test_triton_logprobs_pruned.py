@@ -86,11 +86,10 @@ CASES = {
     "top-k31-bf16": sized_case(2, 150, 31, 8, top=True, dtype=torch.bfloat16),
     "top-k12": sized_case(2, 120, 12, 9, top=True),     # two groups: 8 + 4
 }
-# (prune_limit, splits, thread_lse): the default rule, pruning forced, pruning never (the
-# unpruned loop), several programs per row; the sum-exp in its other form
-LAUNCHES = {"default": (None, 1, False), "forced": (10**9, 3, False), "never": (-1, 2, False),
-            "default-split": (None, 3, False), "forced-thread-lse": (10**9, 2, True),
-            "never-thread-lse": (-1, 3, True)}
+# (prune_limit, splits): the default rule, pruning forced, pruning never (the unpruned loop),
+# several programs per row
+LAUNCHES = {"default": (None, 1), "forced": (10**9, 3), "never": (-1, 2),
+            "default-split": (None, 3)}
 
 
 def cpu_launch(inputs, block: int, **settings) -> tlp.Launch:
@@ -101,11 +100,10 @@ def cpu_launch(inputs, block: int, **settings) -> tlp.Launch:
 
 
 def run(inputs, mode, launch):
-    limit, splits, thread_lse = LAUNCHES[launch]
+    limit, splits = LAUNCHES[launch]
     block = max(8, triton.next_power_of_2(inputs["logits"].shape[1]) // 16)
     return tlp.logprobs_launch(mode=mode, launch=cpu_launch(
-        inputs, block, prune_limit=limit, splits=splits, thread_lse=thread_lse),
-        **inputs)
+        inputs, block, prune_limit=limit, splits=splits), **inputs)
 
 
 @pytest.mark.parametrize("launch", list(LAUNCHES))

@@ -5,9 +5,9 @@ triton_logprobs.py launches them; its docstring states the algorithm).
 The ranks are counts of entries >= each requested key, kept per lane and group of sorted
 keys as float32 (a compare-select, the add on the FMA pipe: exact below 2^24 a lane). The
 sum-exp is kept per element: one exponential e^-|z - m| an element that also rescales.
-(Int32 counts and a per-thread sum-exp were measured no faster on an H100: docs/measurements/
-bench.md, 2026-11-26.) (A search among the sorted keys for the unpruned blocks, tried in
-issue 38, did not compile on triton 3.6 and was removed.)
+(Int32 counts, of 0/1 or of compare masks, and a per-thread sum-exp were measured no faster
+on an H100: docs/measurements/bench.md, 2026-11-26.) (A search among the sorted keys for
+the unpruned blocks, tried in issue 38, did not compile on triton 3.6 and was removed.)
 """
 
 import triton
@@ -81,20 +81,6 @@ def online_lse(z, m, s):
 
 
 @triton.jit
-def thread_lse(z, m, s, LANES: tl.constexpr):
-    """Fold z [R, 1, BLOCK] (-inf where masked) into the per-thread max m and sum-exp s
-    [R, 1, LANES]: the block's max of each thread's elements first, s rescaled once to it,
-    then one exponential an element, e^(z - m). m starts at the lowest finite float, so no
-    -inf - -inf; -inf adds 0."""
-    reps: tl.constexpr = z.shape[2] // (4 * LANES)
-    zr = tl.reshape(z, [z.shape[0], reps, LANES, 4])
-    m_new = tl.maximum(m, tl.max(tl.max(zr, 3), 1)[:, None, :])
-    e = tl.exp2((zr - tl.reshape(m_new, [z.shape[0], 1, LANES, 1])) * LOG2E)
-    s = s * tl.exp2((m - m_new) * LOG2E) + tl.sum(tl.sum(e, 3), 1)[:, None, :]
-    return m_new, s
-
-
-@triton.jit
 def needed(bm, least):
     """Whether any row's block max reaches a group's smallest key (NaN: needed)."""
     return tl.max(tl.where(bm < least, 0, 1)) > 0
@@ -102,10 +88,9 @@ def needed(bm, least):
 
 @triton.jit
 def fold(x, ok, m, s, counts, keys, least, cutoff, t, logprobs, processed,
-         LANES: tl.constexpr, MASKED: tl.constexpr, PRUNED: tl.constexpr,
-         THREAD_LSE: tl.constexpr):
-    """Fold a block x [R, 1, BLOCK] (-inf where not ok) into the max m and sum-exp s (per
-    element, or per thread: THREAD_LSE) and the counts of the three groups: all of them, or
+         LANES: tl.constexpr, MASKED: tl.constexpr, PRUNED: tl.constexpr):
+    """Fold a block x [R, 1, BLOCK] (-inf where not ok) into the per-element max m and
+    sum-exp s and the counts of the three groups: all of them, or
     (PRUNED) those whose smallest key the block's max reaches, the last group (the smallest
     keys) first, each next one only if the one after it was. ``logprobs`` and ``processed``:
     runtime flags of the mode (one uniform branch a block each, not a compiled kernel per
@@ -117,10 +102,7 @@ def fold(x, ok, m, s, counts, keys, least, cutoff, t, logprobs, processed,
         z = key
         if processed:
             z = key / t[:, None, None]
-        if THREAD_LSE:
-            m, s = thread_lse(z, m, s, LANES)
-        else:
-            m, s = online_lse(z, m, s)
+        m, s = online_lse(z, m, s)
     if PRUNED:
         bm = tl.max(key, axis=2)                      # [R, 1]; -inf where masked
     if MASKED:

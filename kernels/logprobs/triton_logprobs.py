@@ -9,11 +9,11 @@ row, computed in torch from torch-logprobs' kept set and applied on the fly.
 
 One launch, grid (row blocks, S): program (r, p) folds columns [p C, (p + 1) C) of its rows
 (C a multiple of BLOCK) into per-lane state (kernels/logprobs/rank_fold.py), a max and
-sum-exp (per element, one exponential e^-|z - m| that rescales s when z is the new max, else
-is z's term; or per thread, rescaled once a block; m starts at the lowest finite float, so no
--inf - -inf, and -inf adds 0) and per requested key a count of elements >= it (float32 or
-int32 lanes); writes (m, s) and the counts to a workspace; takes a ticket; the row block's
-last program merges the S partials and writes values and ranks (ticket reset to 0).
+sum-exp per element (one exponential e^-|z - m| that rescales s when z is the new max, else
+is z's term; m starts at the lowest finite float, so no -inf - -inf, and -inf adds 0) and
+per requested key a float32 count per lane of elements >= it; writes (m, s) and the counts
+to a workspace; takes a ticket; the row block's last program merges the S partials and
+writes values and ranks (ticket reset to 0).
 
 Ranks cost a compare and an add per (element, id): the ids, not the bytes, bound this kernel
 (an H100 element budget at the read floor is ~40 instructions). So the compares are pruned:
@@ -86,7 +86,7 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
                      processed, BLOCK_R: tl.constexpr,
                      BLOCK: tl.constexpr, LANES: tl.constexpr, KP: tl.constexpr,
                      G1: tl.constexpr, G2: tl.constexpr, G3: tl.constexpr,
-                     STAGES: tl.constexpr, THREAD_LSE: tl.constexpr):
+                     STAGES: tl.constexpr):
     """Program (r, p): rows r BLOCK_R .. + BLOCK_R - 1, columns [p CHUNK, (p + 1) CHUNK);
     the groups G1, G2, G3 take the last W = G1 + G2 + G3 of KP sorted positions (K <= W).
     Memory traffic: the logits read once (4 or 2 B V per row); per split the ids and their
@@ -116,9 +116,8 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
             sorted_keys(ck, pos, WS + G1 + G2, G3))
     least = (tl.min(keys[0], axis=1), tl.min(keys[1], axis=1), tl.min(keys[2], axis=1))
 
-    LSE_WIDTH: tl.constexpr = LANES if THREAD_LSE else BLOCK
-    m = tl.full([BLOCK_R, 1, LSE_WIDTH], LOWEST, tl.float32)
-    s = tl.zeros([BLOCK_R, 1, LSE_WIDTH], tl.float32)
+    m = tl.full([BLOCK_R, 1, BLOCK], LOWEST, tl.float32)
+    s = tl.zeros([BLOCK_R, 1, BLOCK], tl.float32)
     counts = (zero_counts(BLOCK_R, G1, LANES), zero_counts(BLOCK_R, G2, LANES),
               zero_counts(BLOCK_R, G3, LANES))
     first = x.to(tl.float32)       # prune unless the first block holds more than prune_limit
@@ -129,17 +128,17 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
         for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
             xb = tl.load(row_ptr + start + cols, mask=row_ok3)   # whole blocks, unmasked
             m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, logprobs,
-                                processed, LANES, False, True, THREAD_LSE)
+                                processed, LANES, False, True)
     else:
         for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
             xb = tl.load(row_ptr + start + cols, mask=row_ok3)
             m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, logprobs,
-                                processed, LANES, False, False, THREAD_LSE)
+                                processed, LANES, False, False)
     if full_end < hi:                             # the row's ragged last block
         ok3 = row_ok3 & (full_end + cols < hi)
         x = tl.load(row_ptr + full_end + cols, mask=ok3, other=float("-inf"))
         m, s, counts = fold(x, ok3, m, s, counts, keys, least, cutoff, t, logprobs,
-                            processed, LANES, True, True, THREAD_LSE)
+                            processed, LANES, True, True)
 
     ms_ptr = (counts_ptr + splits * B * W).to(tl.pointer_type(tl.float32))   # after [S, B, W]
     if logprobs:
@@ -183,8 +182,6 @@ class Launch:
     stages: int = 4              # blocks in flight in Triton's pipelined loops
     prune_limit: int | None = None   # the rule's limit (None: group 1's size, per row; -1:
     # never prune; a large number: always)
-    thread_lse: bool = False     # the sum-exp per thread, rescaled once a block (else per
-    # element)
     maxnreg: int | None = None   # a GPU's registers a thread at most (None: the compiler's)
 
 
@@ -229,7 +226,7 @@ def launch_for(batch: int, vocab: int, slots: int, device: torch.device, gpu: La
     tile = next_power_of_2(sum(id_groups(slots))) * block
     return Launch(block=block, warps=4, rows=max(1, min(next_power_of_2(batch),
                                                         CPU_TILE // tile)),
-                  prune_limit=gpu.prune_limit, thread_lse=gpu.thread_lse)
+                  prune_limit=gpu.prune_limit)
 
 
 def split_columns(vocab: int, block: int, wanted: int) -> tuple[int, int]:
@@ -251,8 +248,7 @@ def plan_for(batch: int, vocab: int, slots: int, launch: Launch) -> Plan:
                 chunk=chunk, limit=limit, partials=splits * batch * (width + 2),
                 constexprs=dict(BLOCK_R=launch.rows, BLOCK=launch.block, LANES=lanes,
                                 KP=next_power_of_2(width), G1=g1, G2=g2, G3=g3,
-                                STAGES=launch.stages, THREAD_LSE=launch.thread_lse,
-                                num_warps=launch.warps,
+                                STAGES=launch.stages, num_warps=launch.warps,
                                 **({"maxnreg": launch.maxnreg} if launch.maxnreg else {})))
 
 
@@ -316,23 +312,22 @@ def logprobs_triton(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
                     temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor, *,
                     block: int = GPU.block, warps: int = GPU.warps, stages: int = GPU.stages,
                     programs_per_sm: int = GPU_PROGRAMS_PER_SM,
-                    prune_limit: int | None = GPU.prune_limit,
-                    thread_lse: bool = GPU.thread_lse, maxnreg: int | None = GPU.maxnreg
+                    prune_limit: int | None = GPU.prune_limit, maxnreg: int | None = GPU.maxnreg
                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """Family ``logprobs``: (values float32 [B, K], -inf at padding; ranks int64 [B, K]).
     Launch settings (keywords, ``bench --launch``): on a GPU the ``block`` width, ``warps``,
     the loops' ``stages`` and ``programs_per_sm`` (the split; the interpreter takes its own
-    blocks) and ``maxnreg``; on both the ``prune_limit`` and the sum-exp's form,
-    ``thread_lse`` (``Launch``). The plan of each (B, V, K, device,
-    settings) is held, so an eager call's host work is a dictionary lookup and ``run_plan``."""
+    blocks) and the register cap ``maxnreg``; on both the ``prune_limit`` (``Launch``). The
+    plan of each (B, V, K, device, settings) is held, so an eager call's host work is a
+    dictionary lookup and ``run_plan``."""
     (batch, vocab), slots = logits.shape, token_ids.shape[1]
     device = logits.device
     key = (batch, vocab, slots, device, block, warps, stages, programs_per_sm, prune_limit,
-           thread_lse, maxnreg)
+           maxnreg)
     plan = _PLANS.get(key)
     if plan is None and batch and slots:
         gpu = Launch(block=block, warps=warps, stages=stages, prune_limit=prune_limit,
-                     thread_lse=thread_lse, maxnreg=maxnreg)
+                     maxnreg=maxnreg)
         plan = plan_for(batch, vocab, slots,
                         launch_for(batch, vocab, slots, device, gpu, programs_per_sm))
         if len(_PLANS) >= PLANS_HELD:

@@ -109,21 +109,22 @@ def _group_max(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr, bad_
                  mask=written & alone[:, None])
 
 
-def group_width(vocab: int) -> int:
-    """S: a power of two near V / GROUPS."""
-    return next_power_of_2(cdiv(vocab, GROUPS))
+def group_width(vocab: int, groups: int = GROUPS) -> int:
+    """S: a power of two near V / ``groups`` (at most ``groups`` groups a row)."""
+    return next_power_of_2(cdiv(vocab, groups))
 
 
 def group_maxima(logits, temperature, top_k, top_p, *, group_block: int = GPU_GROUP_BLOCK,
-                 warps: int = GPU_WARPS, pdl: bool = False) -> tuple[torch.Tensor, ...]:
+                 warps: int = GPU_WARPS, pdl: bool = False, groups: int = GROUPS
+                 ) -> tuple[torch.Tensor, ...]:
     """(maxima, masses, bad, unresolved) of ``_group_max``, flat: float32 maxima and masses
     (B G entries; masses unwritten in rows without top-p alone), int8 flags of groups
     holding a NaN or +inf, and int8 room for B unresolved flags (``group_buffers``). The
     wrapper's first launch: nothing before it but the buffers' lookup. On a GPU a program
     takes ``group_block`` columns with ``warps`` warps; ``pdl``: the select that follows is
-    a programmatic dependent launch."""
+    a programmatic dependent launch; ``groups``: the groups a row has at most."""
     batch, vocab = logits.shape
-    width = group_width(vocab)
+    width = group_width(vocab, groups)
     count = cdiv(vocab, width)
     buffers = group_buffers(batch * count, logits.device)
     if logits.device.type != "cuda":
@@ -148,12 +149,13 @@ def group_buffers(entries: int, device: torch.device) -> tuple[torch.Tensor, ...
     return tuple(torch.empty(entries, dtype=dtype, device=device) for dtype in dtypes)
 
 
-def select_rows(batch: int, vocab: int, device: torch.device, warps: int) -> tuple[int, int]:
+def select_rows(batch: int, vocab: int, device: torch.device, warps: int,
+                groups: int = GROUPS) -> tuple[int, int]:
     """(BLOCK_R, warps) of ``_select_race``: one row per program and ``warps`` on a GPU; on
     a CPU (the interpreter pays per program and per reduction) as many as its tensors
     allow."""
     if device.type != "cuda":
-        width = group_width(vocab)
+        width = group_width(vocab, groups)
         return select.cpu_rows(batch, vocab, cdiv(vocab, width), width), 4
     return 1, warps
 
@@ -184,7 +186,7 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
                          top_p: torch.Tensor, seed, min_p: torch.Tensor | None = None, *,
                          group_block: int = GPU_GROUP_BLOCK, warps: int = GPU_WARPS,
                          select_warps: int = GPU_SELECT_WARPS, select_pdl: bool = False,
-                         select_prefetch: bool = False,
+                         select_prefetch: bool = False, groups: int = GROUPS,
                          select_tile: int = select.TILE, select_small: int = select.GPU_SMALL,
                          fallback_block: int = fallback.GPU_BLOCK,
                          fallback_search: int = fallback.GPU_SEARCH,
@@ -196,7 +198,9 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     Launch settings (keywords, ``bench --launch``), on a GPU (the interpreter takes its own
     tiles): ``group_block`` columns a program of ``_group_max`` and its ``warps``,
     ``_select_race``'s ``select_warps``, whether it is a programmatic dependent launch of
-    ``_group_max`` (``select_pdl``, on GPUs that take it), whether its gather reads a step
+    ``_group_max`` (``select_pdl``, on GPUs that take it), the ``groups`` a row has at
+    most (a power of two up to 2048; S = V / groups rounded up to a power of two: fewer
+    columns a group, fewer gathered), whether the select's gather reads a step
     ahead (``select_prefetch``), its ``select_tile`` entries a step
     and ``select_small`` candidates ranked by comparison (also in a CPU's one-row programs),
     the fallback's race tile
@@ -206,6 +210,8 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
         raise ValueError(f"logits must be float32, bfloat16 or float16 [B, V], got "
                          f"{logits.dtype} {tuple(logits.shape)}")
     batch, vocab = logits.shape
+    if groups not in (1 << i for i in range(12)):
+        raise ValueError(f"groups must be a power of two up to 2048, got {groups}")
     seed = seed_argument(seed, batch, logits.device)
     if batch == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)
@@ -216,13 +222,14 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
         k = fold_min_p(logits, t, k, min_p.to(logits.device))
     pdl = select_pdl and dependent_launch(logits.device)
     maxima, masses, bad, unresolved = group_maxima(logits, t, k, p, group_block=group_block,
-                                                   warps=warps, pdl=pdl)
+                                                   warps=warps, pdl=pdl, groups=groups)
     ids = torch.empty(batch, dtype=torch.int64, device=logits.device)
     unresolved = unresolved[:batch]
-    block_r, select_warps = select_rows(batch, vocab, logits.device, select_warps)
-    select.select_race(logits, maxima, masses, bad, group_width(vocab), t, k, p, KMAX, seed,
-                       block_r, select_warps, ids, unresolved, small=select_small,
-                       tile=select_tile, pdl=pdl, prefetch=select_prefetch)
+    block_r, select_warps = select_rows(batch, vocab, logits.device, select_warps, groups)
+    select.select_race(logits, maxima, masses, bad, group_width(vocab, groups), t, k, p, KMAX,
+                       seed, block_r, select_warps, ids, unresolved, small=select_small,
+                       tile=select_tile, pdl=pdl, prefetch=select_prefetch,
+                       most_groups=groups)
     fallback_race(logits, t, k, p, unresolved, ids, seed, block=fallback_block,
                   search=fallback_search, warps=fallback_warps,
                   programs_per_sm=fallback_programs_per_sm)
