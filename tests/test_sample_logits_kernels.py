@@ -140,7 +140,7 @@ def test_triton_device_selection_agrees_with_the_sorted_race_on_hard_rows(monkey
     tile of 32 rows does not compile in reasonable time)."""
     import sampling_harness.kernels.sample_logits.triton_filtered_race as race
     monkeypatch.setattr(race, "select_rows",
-                        lambda batch, vocab, device, warps: (rows_per_program, 4))
+                        lambda batch, vocab, device, warps, *groups: (rows_per_program, 4))
     g = torch.Generator().manual_seed(11)
     vocab, rows = 5000, 24
     x = (torch.randn(rows, vocab, generator=g) * 2).to(torch.bfloat16).double()
@@ -182,7 +182,7 @@ def test_triton_gpu_tiers_on_small_vocabularies_draw_the_sorted_race_ids(monkeyp
     tiers = select.tiers
     monkeypatch.setattr(select, "tiers", lambda v, groups, width, device, block_r, *launch:
                         tiers(v, groups, width, torch.device("cuda"), block_r, *launch))
-    monkeypatch.setattr(race, "select_rows", lambda batch, v, device, warps: (1, 4))
+    monkeypatch.setattr(race, "select_rows", lambda batch, v, device, warps, *groups: (1, 4))
     assert select.tiers(vocab, vocab, 1, torch.device("cpu"), 1)[1:] == (select.GROUPS, 1024,
                                                                          select.CMAX.value)
     g = torch.Generator().manual_seed(5)
@@ -207,7 +207,7 @@ def test_triton_device_path_in_several_launches_draws_the_ids_of_one(monkeypatch
     import sampling_harness.kernels.sample_logits.triton_filtered_race as race
     import sampling_harness.kernels.sample_logits.triton_top_k_select as select
     monkeypatch.setattr(race, "select_rows",
-                        lambda batch, vocab, device, warps: (rows_per_program, 4))
+                        lambda batch, vocab, device, warps, *groups: (rows_per_program, 4))
     g = torch.Generator().manual_seed(5)
     x = (torch.randn(1, 600, generator=g) * 0.5).repeat(11, 1)    # one row, eleven times
     inputs = batch(x.double().numpy(), [1.0] * 10 + [0.0], [40] * 11, [0.95] * 11)
@@ -237,6 +237,36 @@ def test_triton_held_scratch_is_never_read_before_it_is_written():
         for t in held:
             t.fill_(poison) if t.dtype.is_floating_point else t.fill_(torch.iinfo(t.dtype).max)
         assert torch.equal(sample_logits_triton(**inputs, seed=4), first)
+
+
+@pytest.mark.parametrize("settings", [{"groups": 64}, {"groups": 64, "select_prefetch": True},
+                                      {"groups": 2048, "select_prefetch": True}])
+def test_triton_select_settings_draw_the_ids_of_the_defaults(settings):
+    """The select's launch settings change how it gathers, never what: 64 groups a row (64
+    columns a group, the gather in steps of 16 groups, read a step ahead with
+    ``select_prefetch``) and 2048 (2 columns a group) draw the default's ids, and
+    ``sorted_race``'s, on ties across groups, -inf entries, greedy ties and top-p alone."""
+    import sampling_harness.kernels.sample_logits.triton_filtered_race as race
+    g = torch.Generator().manual_seed(9)
+    vocab = 4000
+    x = (torch.randn(8, vocab, generator=g) * 2).to(torch.bfloat16).double()
+    x[1] = torch.randint(0, 4, (vocab,), generator=g).double()
+    x[2, ::2] = -np.inf
+    x[3, [70, 3900]] = 30.0
+    inputs = batch(x.numpy(), [0.8, 1.0, 0.7, 0.0, 1.2, 0.9, 1.0, 0.6],
+                   [50, 60, 10, 0, 0, 1, 200, 0], [0.9, 0.95, 1.0, 1.0, 0.8, 1.0, 0.7, 0.9],
+                   dtype=torch.bfloat16)
+    for seed in range(2):
+        default = race.sample_logits_triton(**inputs, seed=seed)
+        assert torch.equal(race.sample_logits_triton(**inputs, seed=seed, **settings), default)
+        assert torch.equal(default, sorted_race(**inputs, seed=seed))
+
+
+def test_group_count_must_be_a_power_of_two_up_to_2048():
+    import sampling_harness.kernels.sample_logits.triton_filtered_race as race
+    inputs = batch(np.zeros((1, 64)), [1.0], [0], [1.0])
+    with pytest.raises(ValueError, match="power of two up to 2048"):
+        race.sample_logits_triton(**inputs, seed=0, groups=3000)
 
 
 def nucleus_rows(vocab: int = 4000) -> dict:
