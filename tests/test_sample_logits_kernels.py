@@ -240,12 +240,14 @@ def test_triton_held_scratch_is_never_read_before_it_is_written():
 
 
 @pytest.mark.parametrize("settings", [{"groups": 64}, {"groups": 64, "select_prefetch": True},
-                                      {"groups": 2048, "select_prefetch": True}])
+                                      {"groups": 2048, "select_prefetch": True},
+                                      {"groups": 1024, "select_prefetch": False}])
 def test_triton_select_settings_draw_the_ids_of_the_defaults(settings):
     """The select's launch settings change how it gathers, never what: 64 groups a row (64
     columns a group, the gather in steps of 16 groups, read a step ahead with
-    ``select_prefetch``) and 2048 (2 columns a group) draw the default's ids, and
-    ``sorted_race``'s, on ties across groups, -inf entries, greedy ties and top-p alone."""
+    ``select_prefetch``), 2048 (2 columns a group) and 1024 without the read ahead draw the
+    default's ids, and ``sorted_race``'s, on ties across groups, -inf entries, greedy ties
+    and top-p alone."""
     import sampling_harness.kernels.sample_logits.triton_filtered_race as race
     g = torch.Generator().manual_seed(9)
     vocab = 4000
@@ -262,10 +264,10 @@ def test_triton_select_settings_draw_the_ids_of_the_defaults(settings):
         assert torch.equal(default, sorted_race(**inputs, seed=seed))
 
 
-def test_group_count_must_be_a_power_of_two_up_to_2048():
+def test_group_count_must_be_at_most_2048():
     import sampling_harness.kernels.sample_logits.triton_filtered_race as race
     inputs = batch(np.zeros((1, 64)), [1.0], [0], [1.0])
-    with pytest.raises(ValueError, match="power of two up to 2048"):
+    with pytest.raises(ValueError, match=r"groups must be in \[1, 2048\]"):
         race.sample_logits_triton(**inputs, seed=0, groups=3000)
 
 

@@ -18,7 +18,8 @@ is keyed by its own seed alone, one 8-byte seed load per row and use (kernels/tr
 Three launches serve every row, with no host synchronisation (capturable in a CUDA graph):
 
 * ``_group_max`` reads the row once and keeps the max of each group of S columns (S a
-  power of two, about V / GROUPS) and, in rows with top-p alone, the group's mass;
+  power of two leaving at most MOST_GROUPS groups) and, in rows with top-p alone, the
+  group's mass;
 * ``_select_race`` (kernels/sample_logits/triton_top_k_select.py), one program per row,
   gathers the candidates >= the k-th largest group max, which hold the whole top-k set with
   its ties, runs top-p on them in float64 and races them; a greedy row's candidates are the
@@ -50,7 +51,7 @@ from sampling_harness.kernels.sample_logits import triton_row_fallback as fallba
 from sampling_harness.kernels.sample_logits import triton_top_k_select as select
 from sampling_harness.kernels.sample_logits.race_noise import finite_or_masked
 from sampling_harness.kernels.sample_logits.triton_row_fallback import fallback_race
-from sampling_harness.kernels.sample_logits.triton_top_k_select import GROUPS
+from sampling_harness.kernels.sample_logits.triton_top_k_select import CMAX, MOST_GROUPS
 from sampling_harness.kernels.split_scratch import (
     cdiv,
     dependent_launch,
@@ -64,7 +65,7 @@ CPU_TILE = 2**20                  # entries a program of _group_max holds on a C
 # largest tensor: the interpreter pays per program, little per entry)
 # sample_logits_triton's keyword launch settings default to these and to those of the
 # select and the fallback (bound at import: patching them changes nothing)
-GPU_GROUP_BLOCK = 8192           # _group_max: the columns of a program's group maxima
+GPU_GROUP_BLOCK = 4096           # _group_max: the columns of a program's group maxima
 GPU_WARPS = 4                    # _group_max's warps
 GPU_SELECT_WARPS = 4             # _select_race's warps
 HELD_GROUP_ENTRIES = 1 << 20     # group buffers held between calls up to this many entries
@@ -109,13 +110,16 @@ def _group_max(logits_ptr, temp_ptr, topk_ptr, topp_ptr, max_ptr, mass_ptr, bad_
                  mask=written & alone[:, None])
 
 
-def group_width(vocab: int, groups: int = GROUPS) -> int:
-    """S: a power of two near V / ``groups`` (at most ``groups`` groups a row)."""
+def group_width(vocab: int, groups: int = MOST_GROUPS) -> int:
+    """S: the narrowest power of two that leaves at most ``groups`` groups in a row of V
+    (narrow groups: fewer columns gathered by the select; few groups: a shorter search
+    among their maxima; V = 151936 takes S = 128 and 1187 groups, 128256 S = 128 and 1002,
+    32000 S = 32 and 1000)."""
     return next_power_of_2(cdiv(vocab, groups))
 
 
 def group_maxima(logits, temperature, top_k, top_p, *, group_block: int = GPU_GROUP_BLOCK,
-                 warps: int = GPU_WARPS, pdl: bool = False, groups: int = GROUPS
+                 warps: int = GPU_WARPS, pdl: bool = False, groups: int = MOST_GROUPS
                  ) -> tuple[torch.Tensor, ...]:
     """(maxima, masses, bad, unresolved) of ``_group_max``, flat: float32 maxima and masses
     (B G entries; masses unwritten in rows without top-p alone), int8 flags of groups
@@ -150,7 +154,7 @@ def group_buffers(entries: int, device: torch.device) -> tuple[torch.Tensor, ...
 
 
 def select_rows(batch: int, vocab: int, device: torch.device, warps: int,
-                groups: int = GROUPS) -> tuple[int, int]:
+                groups: int = MOST_GROUPS) -> tuple[int, int]:
     """(BLOCK_R, warps) of ``_select_race``: one row per program and ``warps`` on a GPU; on
     a CPU (the interpreter pays per program and per reduction) as many as its tensors
     allow."""
@@ -185,8 +189,8 @@ def fold_min_p(logits: torch.Tensor, t: torch.Tensor, k: torch.Tensor, min_p: to
 def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor,
                          top_p: torch.Tensor, seed, min_p: torch.Tensor | None = None, *,
                          group_block: int = GPU_GROUP_BLOCK, warps: int = GPU_WARPS,
-                         select_warps: int = GPU_SELECT_WARPS, select_pdl: bool = False,
-                         select_prefetch: bool = False, groups: int = GROUPS,
+                         select_warps: int = GPU_SELECT_WARPS, select_pdl: bool = True,
+                         select_prefetch: bool = True, groups: int = MOST_GROUPS,
                          select_tile: int = select.TILE, select_small: int = select.GPU_SMALL,
                          fallback_block: int = fallback.GPU_BLOCK,
                          fallback_search: int = fallback.GPU_SEARCH,
@@ -199,8 +203,7 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     tiles): ``group_block`` columns a program of ``_group_max`` and its ``warps``,
     ``_select_race``'s ``select_warps``, whether it is a programmatic dependent launch of
     ``_group_max`` (``select_pdl``, on GPUs that take it), the ``groups`` a row has at
-    most (a power of two up to 2048; S = V / groups rounded up to a power of two: fewer
-    columns a group, fewer gathered), whether the select's gather reads a step
+    most (up to 2048; ``group_width``), whether the select's gather reads a step
     ahead (``select_prefetch``), its ``select_tile`` entries a step
     and ``select_small`` candidates ranked by comparison (also in a CPU's one-row programs),
     the fallback's race tile
@@ -210,8 +213,8 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
         raise ValueError(f"logits must be float32, bfloat16 or float16 [B, V], got "
                          f"{logits.dtype} {tuple(logits.shape)}")
     batch, vocab = logits.shape
-    if groups not in (1 << i for i in range(12)):
-        raise ValueError(f"groups must be a power of two up to 2048, got {groups}")
+    if not 1 <= groups <= CMAX.value:
+        raise ValueError(f"groups must be in [1, {CMAX.value}], got {groups}")
     seed = seed_argument(seed, batch, logits.device)
     if batch == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)
@@ -228,8 +231,7 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     block_r, select_warps = select_rows(batch, vocab, logits.device, select_warps, groups)
     select.select_race(logits, maxima, masses, bad, group_width(vocab, groups), t, k, p, KMAX,
                        seed, block_r, select_warps, ids, unresolved, small=select_small,
-                       tile=select_tile, pdl=pdl, prefetch=select_prefetch,
-                       most_groups=groups)
+                       tile=select_tile, pdl=pdl, prefetch=select_prefetch)
     fallback_race(logits, t, k, p, unresolved, ids, seed, block=fallback_block,
                   search=fallback_search, warps=fallback_warps,
                   programs_per_sm=fallback_programs_per_sm)

@@ -51,8 +51,9 @@ TILE, CPU_TILE = 4096, 1024    # entries of the selected groups read per step (G
 # sample_logits_triton's select_small and select_tile), bound at import
 CPU_NUMEL = 1 << 20            # a CPU program's widest tensor (Triton's limit): its rows
 SCRATCH_BYTES = 1 << 28        # the scratch of one launch (the rows beyond take more launches)
-GROUPS = 1024                  # group maxima a row has at most (triton_filtered_race's
-# default; its ``groups`` setting, a power of two up to CMAX: the group list's scratch row)
+GROUPS = 1024                  # group maxima a GPU program holds (2 GROUPS for rows of more)
+MOST_GROUPS = 1536             # group maxima a row has at most, by default (triton_filtered_race:
+# S the narrowest power of two that leaves no more; at most CMAX, the group list's scratch)
 NUCLEUS_GROUPS = 256           # top-p alone: candidates from the groups of the 256 largest maxima
 
 
@@ -349,7 +350,7 @@ def _select_race(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr
 def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, kmax, seed,
                 block_r, warps, ids, unresolved, race_tile: int | None = None, *,
                 small: int = GPU_SMALL, tile: int = TILE, pdl: bool = False,
-                prefetch: bool = False, most_groups: int = GROUPS) -> None:
+                prefetch: bool = False) -> None:
     """Write the ids of the greedy, top-k and top-p-alone rows into ``ids`` (int64 [B]), id
     0 at invalid rows (``bad`` groups, or no finite entry), and flag the rest in
     ``unresolved`` (int8 [B]: no filter, k > ``kmax``, wide top-p sets, more than CMAX
@@ -360,14 +361,11 @@ def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, k
     race reads at a time (None: SMALL on a GPU, one compiled race for every count; NMAX on a
     CPU, one loop trip, as the interpreter pays per trip). ``small``, ``tile``: launch
     settings (``tiers``); ``pdl``: a programmatic dependent launch of ``_group_max`` (which
-    then calls ``gdc_launch_dependents``); ``prefetch``: the gather reads a step ahead;
-    ``most_groups``: the group maxima a row has at most (``width`` its groups' columns);
-    top-p alone takes the candidates of NUCLEUS_GROUPS GROUPS / ``most_groups`` groups, as
-    many columns whatever ``most_groups``."""
+    then calls ``gdc_launch_dependents``); ``prefetch``: the gather reads a step ahead."""
     batch, vocab = logits.shape
     count = cdiv(vocab, width)
     device = logits.device
-    small, gp, gb, nmax = tiers(vocab, count, width, device, block_r, small, tile, most_groups)
+    small, gp, gb, nmax = tiers(vocab, count, width, device, block_r, small, tile)
     race_tile = race_tile or (small if device.type == "cuda" else nmax)
     per_launch = scratch_rows(block_r, batch)
     _, vals, cols, groups = split_scratch("triton-sample-logits", device, 0,
@@ -377,23 +375,23 @@ def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, k
         _select_race[(cdiv(min(per_launch, batch - row0), block_r),)](
             logits, maxima, masses, bad, temperature, top_k, top_p, groups, vals, cols, ids,
             unresolved, seed, row0, batch, vocab, count, logits.stride(0), kmax,
-            max(1, NUCLEUS_GROUPS * most_groups // GROUPS), BLOCK_R=block_r, GP=gp, S=width,
+            NUCLEUS_GROUPS, BLOCK_R=block_r, GP=gp, S=width,
             GB=gb, SMALL=small, NMAX=nmax, RACE=race_tile, PDL=pdl, PREFETCH=prefetch,
             num_warps=warps, **({"launch_pdl": True} if pdl else {}))
 
 
 def tiers(vocab: int, groups: int, width: int, device: torch.device, block_r: int,
-          small: int = GPU_SMALL, tile: int = TILE, most_groups: int = GROUPS
-          ) -> tuple[int, ...]:
+          small: int = GPU_SMALL, tile: int = TILE) -> tuple[int, ...]:
     """(SMALL, GP, GB, NMAX) of ``_select_race``: the most candidates ranked by an N x N
     comparison (``small`` with one row a program, as on a GPU), the group count and the
     groups read per step (``tile`` entries on a GPU) as powers of two, and the width of the
-    bisection's tensors (a row never holds more than V candidates). On a GPU, GP =
-    ``most_groups`` and NMAX = CMAX whatever V: every vocabulary up to GP columns (S = 1)
-    shares one compiled kernel, and larger ones one per S (Triton compiles each for
-    seconds); on a CPU, where the interpreter pays per entry, the tightest powers of two."""
+    bisection's tensors (a row never holds more than V candidates). On a GPU, GP = GROUPS
+    (or 2 GROUPS, where a row has more groups) and NMAX = CMAX whatever V: every vocabulary
+    up to GROUPS columns (S = 1) shares one compiled kernel, and larger ones one or two per S
+    (Triton compiles each for seconds); on a CPU, where the interpreter pays per entry, the
+    tightest powers of two."""
     cuda = device.type == "cuda"
-    gp = most_groups if cuda else next_power_of_2(groups)
+    gp = max(GROUPS, next_power_of_2(groups)) if cuda else next_power_of_2(groups)
     gb = max(1, min(gp, (tile if cuda else CPU_TILE) // width))
     nmax = CMAX.value if cuda else min(CMAX.value, next_power_of_2(vocab))
     return (small if block_r == 1 else CPU_SMALL), gp, gb, nmax
