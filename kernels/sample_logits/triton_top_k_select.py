@@ -46,7 +46,7 @@ from sampling_harness.kernels.split_scratch import cdiv, next_power_of_2, split_
 CMAX = tl.constexpr(2048)      # candidates a row may gather
 GPU_SMALL, CPU_SMALL = 128, 16  # up to this many candidates: thresholds by rank (an N x N
 # tile a row; a program of many rows, on a CPU, smaller), else by bisection
-TILE, CPU_TILE = 4096, 1024    # entries of the selected groups read per step (GPU, CPU)
+TILE, CPU_TILE = 2048, 1024    # entries of the selected groups read per step (GPU, CPU)
 # GPU_SMALL and TILE: the defaults of select_race's ``small`` and ``tile`` (and of
 # sample_logits_triton's select_small and select_tile), bound at import
 CPU_NUMEL = 1 << 20            # a CPU program's widest tensor (Triton's limit): its rows
