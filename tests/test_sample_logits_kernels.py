@@ -346,13 +346,43 @@ def test_triton_fallback_split_across_programs_draws_the_ids_of_one(monkeypatch)
     inputs["temperature"][7] = 0.0                          # and a greedy row with no filter
     seeds = range(6, 10)
     one = [race.sample_logits_triton(**inputs, seed=seed) for seed in seeds]
-    monkeypatch.setattr(fallback, "fallback_launch", lambda *args: (2, 256, 128, 3, 4))
+    monkeypatch.setattr(fallback, "fallback_launch", lambda *args: (2, 256, 128, 3, 4, 1))
     for _ in range(2):
         for seed, ids in zip(seeds, one, strict=True):
             assert torch.equal(race.sample_logits_triton(**inputs, seed=seed), ids)
     splits_won = {int(ids[row]) // 512 for ids in one for row in range(4)}
     assert len(splits_won) >= 2, "the no-filter rows' winners lie in one split: weak data"
     assert all(ids[7] == inputs["logits"][7].argmax() for ids in one)
+
+
+@pytest.mark.parametrize("unroll", [2, 4])
+def test_triton_fallback_searches_reading_tiles_ahead_draw_the_ids_of_one(monkeypatch, unroll):
+    """The fallback's searches (x_(k) and the top-p threshold over whole rows, every row
+    sent there: KMAX = 0) reading ``unroll`` search tiles at once, the last of a row past
+    V, draw the ids of one tile at a time: the same counts, the same float64 masses added
+    in the same order."""
+    import sampling_harness.kernels.sample_logits.triton_filtered_race as race
+    import sampling_harness.kernels.sample_logits.triton_row_fallback as fallback
+    inputs = nucleus_rows(vocab=1500)
+    inputs["top_k"][5:] = torch.tensor([7, 300, 1])          # top-k, with and without top-p
+    monkeypatch.setattr(race, "KMAX", 0)
+    seeds = range(3)
+
+    def ids_at(tiles):
+        monkeypatch.setattr(fallback, "fallback_launch",
+                            lambda *args: (2, 256, 128, 1, 4, tiles))
+        return [race.sample_logits_triton(**inputs, seed=seed) for seed in seeds]
+
+    one = ids_at(1)
+    for ahead, ids in zip(ids_at(unroll), one, strict=True):
+        assert torch.equal(ahead, ids), (ahead != ids).nonzero()[:, 0].tolist()
+    assert torch.equal(one[0], sorted_race(**inputs, seed=0))
+
+
+def test_fallback_unroll_must_be_one_two_or_four():
+    import sampling_harness.kernels.sample_logits.triton_row_fallback as fallback
+    with pytest.raises(ValueError, match="unroll must be one of"):
+        fallback.fallback_launch(4, 1000, torch.device("cpu"), 2048, 512, 8, 4, 3)
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs a CUDA device")

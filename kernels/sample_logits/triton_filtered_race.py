@@ -195,8 +195,8 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
                          fallback_block: int = fallback.GPU_BLOCK,
                          fallback_search: int = fallback.GPU_SEARCH,
                          fallback_warps: int = fallback.GPU_WARPS,
-                         fallback_programs_per_sm: int = fallback.GPU_PROGRAMS_PER_SM
-                         ) -> torch.Tensor:
+                         fallback_programs_per_sm: int = fallback.GPU_PROGRAMS_PER_SM,
+                         fallback_unroll: int = fallback.GPU_UNROLL) -> torch.Tensor:
     """Family ``sample-logits``: one token id per row, as int64 [B] (paths: module doc).
     ``seed``: an int, or int64 [B] per-request seeds (kernels/triton_seeds.py).
     Launch settings (keywords, ``bench --launch``), on a GPU (the interpreter takes its own
@@ -207,8 +207,8 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     ahead (``select_prefetch``), its ``select_tile`` entries a step
     and ``select_small`` candidates ranked by comparison (also in a CPU's one-row programs),
     the fallback's race tile
-    ``fallback_block``, search tile ``fallback_search``, ``fallback_warps`` and
-    ``fallback_programs_per_sm``."""
+    ``fallback_block``, search tile ``fallback_search``, search tiles read at once
+    ``fallback_unroll`` (1, 2 or 4), ``fallback_warps`` and ``fallback_programs_per_sm``."""
     if logits.dim() != 2 or logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
         raise ValueError(f"logits must be float32, bfloat16 or float16 [B, V], got "
                          f"{logits.dtype} {tuple(logits.shape)}")
@@ -234,5 +234,5 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
                        tile=select_tile, pdl=pdl, prefetch=select_prefetch)
     fallback_race(logits, t, k, p, unresolved, ids, seed, block=fallback_block,
                   search=fallback_search, warps=fallback_warps,
-                  programs_per_sm=fallback_programs_per_sm)
+                  programs_per_sm=fallback_programs_per_sm, unroll=fallback_unroll)
     return ids

@@ -78,7 +78,35 @@ def pick(values, index):
 
 
 @triton.jit
-def row_kth_key(logits_ptr, rows64, ok, stride, V, n, SEARCH: tl.constexpr):
+def add_reached(reached, x, inside, probe):
+    """reached [R, WAYS, SEARCH] += (key >= probe) of a tile x [R, SEARCH] (int32)."""
+    reach = inside[:, None, :] & (ordered(x)[:, None, :] >= probe.to(tl.int32)[:, :, None])
+    return reached + reach.to(tl.int32)
+
+
+@triton.jit
+def reached_by(reached, logits_ptr, rows64, ok, stride, V, start, probe, SEARCH: tl.constexpr,
+               UNROLL: tl.constexpr):
+    """``add_reached`` of the UNROLL tiles from ``start``, all read before the first is
+    counted (UNROLL tiles of loads in flight, not one)."""
+    x0, _, in0 = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
+    if UNROLL > 1:
+        x1, _, in1 = row_tile(logits_ptr, rows64, ok, stride, V, start + SEARCH, SEARCH)
+    if UNROLL > 2:
+        x2, _, in2 = row_tile(logits_ptr, rows64, ok, stride, V, start + 2 * SEARCH, SEARCH)
+        x3, _, in3 = row_tile(logits_ptr, rows64, ok, stride, V, start + 3 * SEARCH, SEARCH)
+    reached = add_reached(reached, x0, in0, probe)
+    if UNROLL > 1:
+        reached = add_reached(reached, x1, in1, probe)
+    if UNROLL > 2:
+        reached = add_reached(reached, x2, in2, probe)
+        reached = add_reached(reached, x3, in3, probe)
+    return reached
+
+
+@triton.jit
+def row_kth_key(logits_ptr, rows64, ok, stride, V, n, SEARCH: tl.constexpr,
+                UNROLL: tl.constexpr):
     """The n-th largest key of each row (1 <= n <= V), by a WAYS-way search (step 1): the
     largest probe that n keys reach is the new lo, the next probe less one the new hi."""
     lo = tl.zeros(n.shape, tl.int64) + KEY_NEG_INF
@@ -86,10 +114,9 @@ def row_kth_key(logits_ptr, rows64, ok, stride, V, n, SEARCH: tl.constexpr):
     while tl.max(hi - lo) > 0:                 # 2^32 keys: at most 11 passes at 8 ways
         probe = probes(lo, hi, 1)
         reached = tl.zeros([n.shape[0], WAYS, SEARCH], tl.int32)   # summed once per pass
-        for start in range(0, V, SEARCH):
-            x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
-            reach = inside[:, None, :] & (ordered(x)[:, None, :] >= probe.to(tl.int32)[:, :, None])
-            reached += reach.to(tl.int32)
+        for start in range(0, V, SEARCH * UNROLL):
+            reached = reached_by(reached, logits_ptr, rows64, ok, stride, V, start, probe,
+                                 SEARCH, UNROLL)
         count = tl.sum(reached, axis=2)
         m = tl.sum((count >= n[:, None]).to(tl.int32), axis=1)     # probes 0 .. m - 1 reach n
         open_ = lo < hi
@@ -111,8 +138,37 @@ def kept_weights(x, inside, kth, t, top):
 
 
 @triton.jit
+def add_mass_over(over_mass, x, inside, kth, t, z_top, probe):
+    """over_mass [R, WAYS, SEARCH] += the kept weights of a tile x [R, SEARCH] whose keys are
+    above each probe (float64; each slot adds its columns in column order)."""
+    w = kept_weights(x, inside, kth, t, z_top)
+    over = ordered(x)[:, None, :] > probe.to(tl.int32)[:, :, None]
+    return over_mass + tl.where(over, w[:, None, :], 0.0)
+
+
+@triton.jit
+def mass_over(over_mass, logits_ptr, rows64, ok, stride, V, start, kth, t, z_top, probe,
+              SEARCH: tl.constexpr, UNROLL: tl.constexpr):
+    """``add_mass_over`` of the UNROLL tiles from ``start``, all read before the first is
+    added: UNROLL tiles of loads in flight, the sums in the order of one tile a step."""
+    x0, _, in0 = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
+    if UNROLL > 1:
+        x1, _, in1 = row_tile(logits_ptr, rows64, ok, stride, V, start + SEARCH, SEARCH)
+    if UNROLL > 2:
+        x2, _, in2 = row_tile(logits_ptr, rows64, ok, stride, V, start + 2 * SEARCH, SEARCH)
+        x3, _, in3 = row_tile(logits_ptr, rows64, ok, stride, V, start + 3 * SEARCH, SEARCH)
+    over_mass = add_mass_over(over_mass, x0, in0, kth, t, z_top, probe)
+    if UNROLL > 1:
+        over_mass = add_mass_over(over_mass, x1, in1, kth, t, z_top, probe)
+    if UNROLL > 2:
+        over_mass = add_mass_over(over_mass, x2, in2, kth, t, z_top, probe)
+        over_mass = add_mass_over(over_mass, x3, in3, kth, t, z_top, probe)
+    return over_mass
+
+
+@triton.jit
 def row_top_p_key(logits_ptr, rows64, ok, stride, V, kth, t, top_p, BLOCK: tl.constexpr,
-              SEARCH: tl.constexpr):
+                  SEARCH: tl.constexpr, UNROLL: tl.constexpr):
     """c's key (step 2): the smallest key T >= kth with mass(key > T) < top_p W, by a
     WAYS-way search on [kth, the row's largest key] (the first probe whose mass is below
     the bound is the new hi, the probe before it plus one the new lo)."""
@@ -132,11 +188,9 @@ def row_top_p_key(logits_ptr, rows64, ok, stride, V, kth, t, top_p, BLOCK: tl.co
     while tl.max(hi - lo) > 0:                 # at most 11 passes at 8 ways
         probe = probes(lo, hi, 0)
         over_mass = tl.zeros([kth.shape[0], WAYS, SEARCH], tl.float64)   # summed once per pass
-        for start in range(0, V, SEARCH):
-            x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
-            w = kept_weights(x, inside, kth, t, z_top)
-            over = ordered(x)[:, None, :] > probe.to(tl.int32)[:, :, None]
-            over_mass += tl.where(over, w[:, None, :], 0.0)
+        for start in range(0, V, SEARCH * UNROLL):
+            over_mass = mass_over(over_mass, logits_ptr, rows64, ok, stride, V, start, kth, t,
+                                  z_top, probe, SEARCH, UNROLL)
         above = tl.sum(over_mass, axis=2)
         f = WAYS - tl.sum((above < bound[:, None]).to(tl.int32), axis=1)   # first probe below
         open_ = lo < hi
@@ -169,7 +223,7 @@ def race_columns(logits_ptr, rows64, flagged, stride, V, cutoff, t, greedy, seed
 def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids_ptr, best_ptr,
                    part_ptr, tickets_ptr, seed, B, V, stride, per_split, splits,
                    BLOCK_R: tl.constexpr, BLOCK: tl.constexpr, SEARCH: tl.constexpr,
-                   SPLIT: tl.constexpr):
+                   UNROLL: tl.constexpr, SPLIT: tl.constexpr):
     """Programs (row block, split): steps 1-3 of the module docstring for the flagged rows.
     A row block with a search (top-k or top-p) is searched and raced whole by its split 0
     (its other splits return at once: S copies of the search would cost S times as much);
@@ -191,11 +245,12 @@ def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids
         rows64 = rows.to(tl.int64)
         kth = tl.zeros([BLOCK_R], tl.int32) + KEY_NEG_INF
         if tl.max(top_k.to(tl.int32)) > 0:
-            kth = tl.where(top_k, row_kth_key(logits_ptr, rows64, top_k, stride, V, k, SEARCH), kth)
+            kth = tl.where(top_k, row_kth_key(logits_ptr, rows64, top_k, stride, V, k, SEARCH,
+                                              UNROLL), kth)
         key = kth
         if tl.max(nucleus.to(tl.int32)) > 0:
             key = tl.where(nucleus, row_top_p_key(logits_ptr, rows64, nucleus, stride, V, kth,
-                                                  safe_t, top_p, BLOCK, SEARCH), kth)
+                                                  safe_t, top_p, BLOCK, SEARCH, UNROLL), kth)
         cutoff = value_of_key(key)
         first = tl.where(searched > 0, 0, split * per_split)   # a searched block: whole rows
         last = tl.where(searched > 0, V, tl.minimum(split * per_split + per_split, V))
@@ -216,6 +271,9 @@ def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids
 GPU_BLOCK, GPU_SEARCH, GPU_WARPS = 2048, 512, 8   # race tile, search tile (a search pass
 # accumulates per element in a [WAYS, SEARCH] tile, in registers, and reduces it once)
 GPU_PROGRAMS_PER_SM = 4          # the columns split until the grid has this many per SM
+GPU_UNROLL = 4                   # search tiles read at once (1, 2 or 4): a pass over a row in
+# one program waits on its loads, one tile in flight is about 0.7 TB/s over the batch
+UNROLLS = (1, 2, 4)
 CPU_TILE = 2**17                 # row entries a program holds on a CPU (its search compares
 # them with WAYS probes at once: 2^20 entries, Triton's largest tensor)
 CPU_CALL = 1 << 21               # the interpreter's cost of one operation, in entries touched
@@ -236,31 +294,34 @@ def cpu_block(batch: int, vocab: int) -> int:
 
 
 def fallback_launch(batch: int, vocab: int, device: torch.device, block: int, search: int,
-                    warps: int, programs_per_sm: int):
-    """(BLOCK_R, BLOCK, SEARCH, splits, warps): on a CPU (the Triton interpreter pays per
-    program and per reduction) CPU_TILE entries a program and no split; on a GPU one row a
-    program, tiles of ``block`` (race) and ``search`` columns, ``warps``, the columns split
-    until there are ``programs_per_sm`` programs per SM (rows with a search are not split:
+                    warps: int, programs_per_sm: int, unroll: int = GPU_UNROLL):
+    """(BLOCK_R, BLOCK, SEARCH, splits, warps, UNROLL): on a CPU (the Triton interpreter pays
+    per program and per reduction) CPU_TILE entries a program, no split, one search tile at
+    a time; on a GPU one row a program, tiles of ``block`` (race) and ``search`` columns,
+    ``unroll`` search tiles read at once, ``warps``, the columns split until there are
+    ``programs_per_sm`` programs per SM (rows with a search are not split:
     ``_fallback_race``)."""
+    if unroll not in UNROLLS:
+        raise ValueError(f"fallback unroll must be one of {UNROLLS}, got {unroll}")
     if device.type != "cuda":
         block = cpu_block(batch, vocab)
         rows = max(1, min(next_power_of_2(batch), CPU_TILE // block))
-        return rows, block, block, 1, 4
+        return rows, block, block, 1, 4, 1
     wanted = programs_per_sm * multiprocessors(device) // batch
     splits = max(1, min(cdiv(vocab, block), wanted))
-    return 1, block, search, splits, warps
+    return 1, block, search, splits, warps, unroll
 
 
 def fallback_race(logits, temperature, top_k, top_p, unresolved, ids, seed, *,
                   block: int = GPU_BLOCK, search: int = GPU_SEARCH, warps: int = GPU_WARPS,
-                  programs_per_sm: int = GPU_PROGRAMS_PER_SM) -> None:
+                  programs_per_sm: int = GPU_PROGRAMS_PER_SM, unroll: int = GPU_UNROLL) -> None:
     """Write the ids of the rows ``unresolved`` (int8 [B]) flags into ``ids`` (int64 [B]):
     one launch over every row, whatever the flags say (no synchronisation). The keywords:
     launch settings on a GPU (``fallback_launch``)."""
     batch, vocab = logits.shape
     device = logits.device
-    block_r, block, search, splits, warps = fallback_launch(batch, vocab, device, block,
-                                                            search, warps, programs_per_sm)
+    block_r, block, search, splits, warps, unroll = fallback_launch(
+        batch, vocab, device, block, search, warps, programs_per_sm, unroll)
     per_split = cdiv(cdiv(vocab, splits), block) * block
     splits = cdiv(vocab, per_split)
     row_blocks = cdiv(batch, block_r)
@@ -270,4 +331,4 @@ def fallback_race(logits, temperature, top_k, top_p, unresolved, ids, seed, *,
     _fallback_race[(row_blocks, splits)](
         logits, temperature, top_k, top_p, unresolved, ids, best, part, tickets, seed, batch,
         vocab, logits.stride(0), per_split, splits, BLOCK_R=block_r, BLOCK=block,
-        SEARCH=search, SPLIT=splits > 1, num_warps=warps)
+        SEARCH=search, UNROLL=unroll, SPLIT=splits > 1, num_warps=warps)
