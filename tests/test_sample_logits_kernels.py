@@ -355,7 +355,7 @@ def test_triton_fallback_split_across_programs_draws_the_ids_of_one(monkeypatch)
     assert all(ids[7] == inputs["logits"][7].argmax() for ids in one)
 
 
-@pytest.mark.parametrize("unroll", [2, 4])
+@pytest.mark.parametrize("unroll", [4, 8])
 def test_triton_fallback_searches_reading_tiles_ahead_draw_the_ids_of_one(monkeypatch, unroll):
     """The fallback's searches (x_(k) and the top-p threshold over whole rows, every row
     sent there: KMAX = 0) reading ``unroll`` search tiles at once, the last of a row past
@@ -379,7 +379,7 @@ def test_triton_fallback_searches_reading_tiles_ahead_draw_the_ids_of_one(monkey
     assert torch.equal(one[0], sorted_race(**inputs, seed=0))
 
 
-def test_fallback_unroll_must_be_one_two_or_four():
+def test_fallback_unroll_must_be_one_four_or_eight():
     import sampling_harness.kernels.sample_logits.triton_row_fallback as fallback
     with pytest.raises(ValueError, match="unroll must be one of"):
         fallback.fallback_launch(4, 1000, torch.device("cpu"), 2048, 512, 8, 4, 3)

@@ -208,7 +208,7 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     and ``select_small`` candidates ranked by comparison (also in a CPU's one-row programs),
     the fallback's race tile
     ``fallback_block``, search tile ``fallback_search``, search tiles read at once
-    ``fallback_unroll`` (1, 2 or 4), ``fallback_warps`` and ``fallback_programs_per_sm``."""
+    ``fallback_unroll`` (1, 4 or 8), ``fallback_warps`` and ``fallback_programs_per_sm``."""
     if logits.dim() != 2 or logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
         raise ValueError(f"logits must be float32, bfloat16 or float16 [B, V], got "
                          f"{logits.dtype} {tuple(logits.shape)}")

@@ -85,22 +85,38 @@ def add_reached(reached, x, inside, probe):
 
 
 @triton.jit
+def four_tiles(logits_ptr, rows64, ok, stride, V, start, SEARCH: tl.constexpr):
+    """The tiles (x, inside) of columns start + j SEARCH ..., j = 0 .. 3, read at once."""
+    x0, _, in0 = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
+    x1, _, in1 = row_tile(logits_ptr, rows64, ok, stride, V, start + SEARCH, SEARCH)
+    x2, _, in2 = row_tile(logits_ptr, rows64, ok, stride, V, start + 2 * SEARCH, SEARCH)
+    x3, _, in3 = row_tile(logits_ptr, rows64, ok, stride, V, start + 3 * SEARCH, SEARCH)
+    return x0, in0, x1, in1, x2, in2, x3, in3
+
+
+@triton.jit
 def reached_by(reached, logits_ptr, rows64, ok, stride, V, start, probe, SEARCH: tl.constexpr,
                UNROLL: tl.constexpr):
-    """``add_reached`` of the UNROLL tiles from ``start``, all read before the first is
-    counted (UNROLL tiles of loads in flight, not one)."""
-    x0, _, in0 = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
-    if UNROLL > 1:
-        x1, _, in1 = row_tile(logits_ptr, rows64, ok, stride, V, start + SEARCH, SEARCH)
-    if UNROLL > 2:
-        x2, _, in2 = row_tile(logits_ptr, rows64, ok, stride, V, start + 2 * SEARCH, SEARCH)
-        x3, _, in3 = row_tile(logits_ptr, rows64, ok, stride, V, start + 3 * SEARCH, SEARCH)
-    reached = add_reached(reached, x0, in0, probe)
-    if UNROLL > 1:
+    """``add_reached`` of the UNROLL (1, 4 or 8) tiles from ``start``, all read before the
+    first is counted: UNROLL tiles of loads in flight, not one."""
+    if UNROLL == 1:
+        x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
+        reached = add_reached(reached, x, inside, probe)
+    else:
+        x0, in0, x1, in1, x2, in2, x3, in3 = four_tiles(logits_ptr, rows64, ok, stride, V,
+                                                        start, SEARCH)
+        if UNROLL == 8:
+            x4, in4, x5, in5, x6, in6, x7, in7 = four_tiles(logits_ptr, rows64, ok, stride, V,
+                                                            start + 4 * SEARCH, SEARCH)
+        reached = add_reached(reached, x0, in0, probe)
         reached = add_reached(reached, x1, in1, probe)
-    if UNROLL > 2:
         reached = add_reached(reached, x2, in2, probe)
         reached = add_reached(reached, x3, in3, probe)
+        if UNROLL == 8:
+            reached = add_reached(reached, x4, in4, probe)
+            reached = add_reached(reached, x5, in5, probe)
+            reached = add_reached(reached, x6, in6, probe)
+            reached = add_reached(reached, x7, in7, probe)
     return reached
 
 
@@ -149,20 +165,27 @@ def add_mass_over(over_mass, x, inside, kth, t, z_top, probe):
 @triton.jit
 def mass_over(over_mass, logits_ptr, rows64, ok, stride, V, start, kth, t, z_top, probe,
               SEARCH: tl.constexpr, UNROLL: tl.constexpr):
-    """``add_mass_over`` of the UNROLL tiles from ``start``, all read before the first is
-    added: UNROLL tiles of loads in flight, the sums in the order of one tile a step."""
-    x0, _, in0 = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
-    if UNROLL > 1:
-        x1, _, in1 = row_tile(logits_ptr, rows64, ok, stride, V, start + SEARCH, SEARCH)
-    if UNROLL > 2:
-        x2, _, in2 = row_tile(logits_ptr, rows64, ok, stride, V, start + 2 * SEARCH, SEARCH)
-        x3, _, in3 = row_tile(logits_ptr, rows64, ok, stride, V, start + 3 * SEARCH, SEARCH)
-    over_mass = add_mass_over(over_mass, x0, in0, kth, t, z_top, probe)
-    if UNROLL > 1:
+    """``add_mass_over`` of the UNROLL (1, 4 or 8) tiles from ``start``, all read before the
+    first is added: UNROLL tiles of loads in flight, the sums in the order of one tile a
+    step."""
+    if UNROLL == 1:
+        x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
+        over_mass = add_mass_over(over_mass, x, inside, kth, t, z_top, probe)
+    else:
+        x0, in0, x1, in1, x2, in2, x3, in3 = four_tiles(logits_ptr, rows64, ok, stride, V,
+                                                        start, SEARCH)
+        if UNROLL == 8:
+            x4, in4, x5, in5, x6, in6, x7, in7 = four_tiles(logits_ptr, rows64, ok, stride, V,
+                                                            start + 4 * SEARCH, SEARCH)
+        over_mass = add_mass_over(over_mass, x0, in0, kth, t, z_top, probe)
         over_mass = add_mass_over(over_mass, x1, in1, kth, t, z_top, probe)
-    if UNROLL > 2:
         over_mass = add_mass_over(over_mass, x2, in2, kth, t, z_top, probe)
         over_mass = add_mass_over(over_mass, x3, in3, kth, t, z_top, probe)
+        if UNROLL == 8:
+            over_mass = add_mass_over(over_mass, x4, in4, kth, t, z_top, probe)
+            over_mass = add_mass_over(over_mass, x5, in5, kth, t, z_top, probe)
+            over_mass = add_mass_over(over_mass, x6, in6, kth, t, z_top, probe)
+            over_mass = add_mass_over(over_mass, x7, in7, kth, t, z_top, probe)
     return over_mass
 
 
@@ -271,9 +294,9 @@ def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids
 GPU_BLOCK, GPU_SEARCH, GPU_WARPS = 2048, 512, 8   # race tile, search tile (a search pass
 # accumulates per element in a [WAYS, SEARCH] tile, in registers, and reduces it once)
 GPU_PROGRAMS_PER_SM = 4          # the columns split until the grid has this many per SM
-GPU_UNROLL = 4                   # search tiles read at once (1, 2 or 4): a pass over a row in
-# one program waits on its loads, one tile in flight is about 0.7 TB/s over the batch
-UNROLLS = (1, 2, 4)
+GPU_UNROLL = 8                   # search tiles read at once (1, 4 or 8): a pass over a row in
+# one program waits on its loads; one tile in flight is about 0.7 TB/s over the batch
+UNROLLS = (1, 4, 8)
 CPU_TILE = 2**17                 # row entries a program holds on a CPU (its search compares
 # them with WAYS probes at once: 2^20 entries, Triton's largest tensor)
 CPU_CALL = 1 << 21               # the interpreter's cost of one operation, in entries touched
