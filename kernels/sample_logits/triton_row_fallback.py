@@ -190,26 +190,65 @@ def mass_over(over_mass, logits_ptr, rows64, ok, stride, V, start, kth, t, z_top
 
 
 @triton.jit
+def value_probes(lo, hi, x_low, x_high):
+    """[R, WAYS] keys of the values x_low + (j + 1) (x_high - x_low) / (WAYS + 1), within
+    [lo, hi]: a first pass placed by value, where evenly spaced keys would spend passes on
+    the binades near zero that the range crosses (any ascending probes keep the search
+    exact; these only make it shorter)."""
+    j = tl.arange(0, WAYS)[None, :].to(tl.float32)
+    x = x_low[:, None] + (x_high - x_low)[:, None] * ((j + 1.0) / (WAYS + 1))
+    return tl.minimum(tl.maximum(ordered(x).to(tl.int64), lo[:, None]), hi[:, None])
+
+
+@triton.jit
+def row_top_and_mass(logits_ptr, rows64, ok, stride, V, kth, t, BLOCK: tl.constexpr):
+    """(the row's largest x, W = sum exp(z - top) over the kept entries, float64): two passes,
+    four tiles of BLOCK columns read at once (W summed in column order)."""
+    top = tl.full(kth.shape, float("-inf"), tl.float32)
+    for start in range(0, V, 4 * BLOCK):
+        x0, in0, x1, in1, x2, in2, x3, in3 = four_tiles(logits_ptr, rows64, ok, stride, V,
+                                                        start, BLOCK)
+        top = tl.maximum(top, tl.max(tl.where(in0, x0, float("-inf")), axis=1))
+        top = tl.maximum(top, tl.max(tl.where(in1, x1, float("-inf")), axis=1))
+        top = tl.maximum(top, tl.max(tl.where(in2, x2, float("-inf")), axis=1))
+        top = tl.maximum(top, tl.max(tl.where(in3, x3, float("-inf")), axis=1))
+    z_top = tl.where(top > float("-inf"), top / t, 0.0)
+    mass = tl.zeros(kth.shape, tl.float64)
+    for start in range(0, V, 4 * BLOCK):
+        x0, in0, x1, in1, x2, in2, x3, in3 = four_tiles(logits_ptr, rows64, ok, stride, V,
+                                                        start, BLOCK)
+        mass += tl.sum(kept_weights(x0, in0, kth, t, z_top), axis=1)
+        mass += tl.sum(kept_weights(x1, in1, kth, t, z_top), axis=1)
+        mass += tl.sum(kept_weights(x2, in2, kth, t, z_top), axis=1)
+        mass += tl.sum(kept_weights(x3, in3, kth, t, z_top), axis=1)
+    return top, z_top, mass
+
+
+@triton.jit
 def row_top_p_key(logits_ptr, rows64, ok, stride, V, kth, t, top_p, BLOCK: tl.constexpr,
                   SEARCH: tl.constexpr, UNROLL: tl.constexpr):
     """c's key (step 2): the smallest key T >= kth with mass(key > T) < top_p W, by a
     WAYS-way search on [kth, the row's largest key] (the first probe whose mass is below
-    the bound is the new hi, the probe before it plus one the new lo)."""
-    top = tl.full(kth.shape, float("-inf"), tl.float32)
-    for start in range(0, V, BLOCK):
-        x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, BLOCK)
-        top = tl.maximum(top, tl.max(tl.where(inside, x, float("-inf")), axis=1))
-    z_top = tl.where(top > float("-inf"), top / t, 0.0)
-    mass = tl.zeros(kth.shape, tl.float64)
-    for start in range(0, V, BLOCK):
-        x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, BLOCK)
-        mass += tl.sum(kept_weights(x, inside, kth, t, z_top), axis=1)
+    the bound is the new hi, the probe before it plus one the new lo). The first pass's
+    probes are spaced by value over [top + T ln((1 - top_p) W / 2V), top]: entries below
+    its low end weigh less than (1 - top_p) W / 2V each, so c lies above it whenever the
+    bound is not within rounding of W (otherwise the search goes on from wherever the
+    probes left it: exact either way)."""
+    top, z_top, mass = row_top_and_mass(logits_ptr, rows64, ok, stride, V, kth, t, BLOCK)
     bound = top_p.to(tl.float64) * mass
     lo = kth.to(tl.int64)
     hi = ordered(top).to(tl.int64)
     hi = tl.maximum(hi, lo)
+    live = top > float("-inf")                  # rows searched here (the others: closed)
+    x_high = tl.where(live, top, 0.0)
+    tail = tl.maximum((1.0 - top_p) * mass.to(tl.float32) / (2.0 * V), 1e-30)
+    x_low = tl.where(live, x_high + t * tl.log(tail), 0.0)
+    first = 1
     while tl.max(hi - lo) > 0:                 # at most 11 passes at 8 ways
         probe = probes(lo, hi, 0)
+        if first:
+            probe = value_probes(lo, hi, x_low, x_high)
+        first = 0
         over_mass = tl.zeros([kth.shape[0], WAYS, SEARCH], tl.float64)   # summed once per pass
         for start in range(0, V, SEARCH * UNROLL):
             over_mass = mass_over(over_mass, logits_ptr, rows64, ok, stride, V, start, kth, t,
