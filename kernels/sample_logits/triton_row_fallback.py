@@ -62,18 +62,6 @@ def row_tile(logits_ptr, rows64, ok, stride, V, start, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def search_tile(logits_ptr, rows64, ok, stride, V, start, BLOCK: tl.constexpr):
-    """(x float32 [R, 1, BLOCK], inside) of the columns start ... start + BLOCK - 1, shaped
-    as the [R, WAYS, BLOCK] sums of a search pass, so that comparing it with the probes
-    [R, WAYS, 1] moves nothing between threads."""
-    cols = start + tl.arange(0, BLOCK)[None, None, :]
-    inside = ok[:, None, None] & (cols < V)
-    x = tl.load(logits_ptr + rows64[:, None, None] * stride + cols, mask=inside,
-                other=float("-inf")).to(tl.float32)
-    return finite_or_masked(x), inside
-
-
-@triton.jit
 def probes(lo, hi, FIRST: tl.constexpr):
     """[R, WAYS] keys lo + (j + FIRST) d, j = 0 .. WAYS - 1, d = (hi - lo) // (WAYS + 1) + 1,
     capped at hi: a pass evaluates all of them, so it narrows [lo, hi] to at most d keys."""
@@ -91,19 +79,18 @@ def pick(values, index):
 
 @triton.jit
 def add_reached(reached, x, inside, probe):
-    """reached [R, WAYS, SEARCH] += (key >= probe) of a tile x [R, 1, SEARCH] (int32)."""
-    reach = inside & (ordered(x) >= probe.to(tl.int32)[:, :, None])
+    """reached [R, WAYS, SEARCH] += (key >= probe) of a tile x [R, SEARCH] (int32)."""
+    reach = inside[:, None, :] & (ordered(x)[:, None, :] >= probe.to(tl.int32)[:, :, None])
     return reached + reach.to(tl.int32)
 
 
 @triton.jit
 def four_tiles(logits_ptr, rows64, ok, stride, V, start, SEARCH: tl.constexpr):
-    """The tiles (x, inside) [R, 1, SEARCH] of columns start + j SEARCH ..., j = 0 .. 3,
-    read at once."""
-    x0, in0 = search_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
-    x1, in1 = search_tile(logits_ptr, rows64, ok, stride, V, start + SEARCH, SEARCH)
-    x2, in2 = search_tile(logits_ptr, rows64, ok, stride, V, start + 2 * SEARCH, SEARCH)
-    x3, in3 = search_tile(logits_ptr, rows64, ok, stride, V, start + 3 * SEARCH, SEARCH)
+    """The tiles (x, inside) of columns start + j SEARCH ..., j = 0 .. 3, read at once."""
+    x0, _, in0 = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
+    x1, _, in1 = row_tile(logits_ptr, rows64, ok, stride, V, start + SEARCH, SEARCH)
+    x2, _, in2 = row_tile(logits_ptr, rows64, ok, stride, V, start + 2 * SEARCH, SEARCH)
+    x3, _, in3 = row_tile(logits_ptr, rows64, ok, stride, V, start + 3 * SEARCH, SEARCH)
     return x0, in0, x1, in1, x2, in2, x3, in3
 
 
@@ -113,7 +100,7 @@ def reached_by(reached, logits_ptr, rows64, ok, stride, V, start, probe, SEARCH:
     """``add_reached`` of the UNROLL (1, 4 or 8) tiles from ``start``, all read before the
     first is counted: UNROLL tiles of loads in flight, not one."""
     if UNROLL == 1:
-        x, inside = search_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
+        x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
         reached = add_reached(reached, x, inside, probe)
     else:
         x0, in0, x1, in1, x2, in2, x3, in3 = four_tiles(logits_ptr, rows64, ok, stride, V,
@@ -158,21 +145,21 @@ def row_kth_key(logits_ptr, rows64, ok, stride, V, n, SEARCH: tl.constexpr,
 
 @triton.jit
 def kept_weights(x, inside, kth, t, top):
-    """exp(z - top) of the kept entries (key >= kth, finite) of a tile x [R, 1, W], 0
-    elsewhere, as float64 from a float32 exp (z = x / T and ``top`` float32: the relative
-    error of a float32 softmax term, which the sums, in float64, do not grow)."""
-    kept = inside & (ordered(x) >= kth[:, None, None]) & (x > float("-inf"))
-    z = tl.where(kept, x, 0.0) / t[:, None, None]
-    return tl.where(kept, tl.exp(tl.minimum(z - top[:, None, None], 0.0)), 0.0).to(tl.float64)
+    """exp(z - top) of the kept entries (key >= kth, finite), 0 elsewhere, as float64 from a
+    float32 exp (z = x / T and ``top`` float32: the relative error of a float32 softmax
+    term, which the sums, in float64, do not grow)."""
+    kept = inside & (ordered(x) >= kth[:, None]) & (x > float("-inf"))
+    z = tl.where(kept, x, 0.0) / t[:, None]
+    return tl.where(kept, tl.exp(tl.minimum(z - top[:, None], 0.0)), 0.0).to(tl.float64)
 
 
 @triton.jit
 def add_mass_over(over_mass, x, inside, kth, t, z_top, probe):
-    """over_mass [R, WAYS, SEARCH] += the kept weights of a tile x [R, 1, SEARCH] whose keys
-    are above each probe (float64; each slot adds its columns in column order)."""
+    """over_mass [R, WAYS, SEARCH] += the kept weights of a tile x [R, SEARCH] whose keys are
+    above each probe (float64; each slot adds its columns in column order)."""
     w = kept_weights(x, inside, kth, t, z_top)
-    over = ordered(x) > probe.to(tl.int32)[:, :, None]
-    return over_mass + tl.where(over, w, 0.0)
+    over = ordered(x)[:, None, :] > probe.to(tl.int32)[:, :, None]
+    return over_mass + tl.where(over, w[:, None, :], 0.0)
 
 
 @triton.jit
@@ -182,7 +169,7 @@ def mass_over(over_mass, logits_ptr, rows64, ok, stride, V, start, kth, t, z_top
     first is added: UNROLL tiles of loads in flight, the sums in the order of one tile a
     step."""
     if UNROLL == 1:
-        x, inside = search_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
+        x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
         over_mass = add_mass_over(over_mass, x, inside, kth, t, z_top, probe)
     else:
         x0, in0, x1, in1, x2, in2, x3, in3 = four_tiles(logits_ptr, rows64, ok, stride, V,
@@ -214,18 +201,6 @@ def value_probes(lo, hi, x_low, x_high):
 
 
 @triton.jit
-def tile_max(x, inside):
-    """[R]: the largest entry of a tile [R, 1, W] (-inf where none is inside)."""
-    return tl.max(tl.max(tl.where(inside, x, float("-inf")), axis=2), axis=1)
-
-
-@triton.jit
-def tile_sum(w):
-    """[R]: the sum of a tile [R, 1, W]."""
-    return tl.sum(tl.sum(w, axis=2), axis=1)
-
-
-@triton.jit
 def row_top_and_mass(logits_ptr, rows64, ok, stride, V, kth, t, BLOCK: tl.constexpr):
     """(the row's largest x, W = sum exp(z - top) over the kept entries, float64): two passes,
     four tiles of BLOCK columns read at once (W summed in column order)."""
@@ -233,19 +208,19 @@ def row_top_and_mass(logits_ptr, rows64, ok, stride, V, kth, t, BLOCK: tl.conste
     for start in range(0, V, 4 * BLOCK):
         x0, in0, x1, in1, x2, in2, x3, in3 = four_tiles(logits_ptr, rows64, ok, stride, V,
                                                         start, BLOCK)
-        top = tl.maximum(top, tile_max(x0, in0))
-        top = tl.maximum(top, tile_max(x1, in1))
-        top = tl.maximum(top, tile_max(x2, in2))
-        top = tl.maximum(top, tile_max(x3, in3))
+        top = tl.maximum(top, tl.max(tl.where(in0, x0, float("-inf")), axis=1))
+        top = tl.maximum(top, tl.max(tl.where(in1, x1, float("-inf")), axis=1))
+        top = tl.maximum(top, tl.max(tl.where(in2, x2, float("-inf")), axis=1))
+        top = tl.maximum(top, tl.max(tl.where(in3, x3, float("-inf")), axis=1))
     z_top = tl.where(top > float("-inf"), top / t, 0.0)
     mass = tl.zeros(kth.shape, tl.float64)
     for start in range(0, V, 4 * BLOCK):
         x0, in0, x1, in1, x2, in2, x3, in3 = four_tiles(logits_ptr, rows64, ok, stride, V,
                                                         start, BLOCK)
-        mass += tile_sum(kept_weights(x0, in0, kth, t, z_top))
-        mass += tile_sum(kept_weights(x1, in1, kth, t, z_top))
-        mass += tile_sum(kept_weights(x2, in2, kth, t, z_top))
-        mass += tile_sum(kept_weights(x3, in3, kth, t, z_top))
+        mass += tl.sum(kept_weights(x0, in0, kth, t, z_top), axis=1)
+        mass += tl.sum(kept_weights(x1, in1, kth, t, z_top), axis=1)
+        mass += tl.sum(kept_weights(x2, in2, kth, t, z_top), axis=1)
+        mass += tl.sum(kept_weights(x3, in3, kth, t, z_top), axis=1)
     return top, z_top, mass
 
 
