@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Issue 38: top-p alone after the fallback's search closes rows whose range holds no key;
+# then the precompile list's sample-logits variants recorded again (scripts/gpu/record38.sh:
+# cold `check sample-logits` at quick and standard, which also checks the change).
+set -u
+cd "$(dirname "$0")/../.."
+source scripts/gpu/steps.sh call38l
+git log -1 --format='commit %h %s' 2>/dev/null || true
+STEP_TAIL=12 step top-p 90 python3 -m sampling_harness bench sample-logits --device cuda \
+  --cuda-graph --repeat 2 --calls 10 --report-dir "$out/top-p" --kernel triton-sample-logits \
+  --shape 256x151936:flat-top-p --shape 256x151936:top-p --shape 256x151936
+tar -czf "$OUT/call38l.tgz" -C /tmp call38l
+DEADLINE=$(( deadline - ($(date +%s) - start) )) NO_INSTALL=1 bash scripts/gpu/record38.sh
