@@ -154,51 +154,39 @@ def kept_weights(x, inside, kth, t, top):
 
 
 @triton.jit
-def add_mass_over(over_mass, inrange, x, inside, kth, t, z_top, probe, lo, hi):
+def add_mass_over(over_mass, x, inside, kth, t, z_top, probe):
     """over_mass [R, WAYS, SEARCH] += the kept weights of a tile x [R, SEARCH] whose keys are
-    above each probe (float64; each slot adds its columns in column order); inrange [R,
-    SEARCH] += whether each key lies in (lo, hi], the range searched (int32)."""
-    key = ordered(x)
+    above each probe (float64; each slot adds its columns in column order)."""
     w = kept_weights(x, inside, kth, t, z_top)
-    over = key[:, None, :] > probe.to(tl.int32)[:, :, None]
-    inside_range = inside & (key > lo.to(tl.int32)[:, None]) & (key <= hi.to(tl.int32)[:, None])
-    return over_mass + tl.where(over, w[:, None, :], 0.0), inrange + inside_range.to(tl.int32)
+    over = ordered(x)[:, None, :] > probe.to(tl.int32)[:, :, None]
+    return over_mass + tl.where(over, w[:, None, :], 0.0)
 
 
 @triton.jit
-def mass_over(over_mass, inrange, logits_ptr, rows64, ok, stride, V, start, kth, t, z_top,
-              probe, lo, hi, SEARCH: tl.constexpr, UNROLL: tl.constexpr):
+def mass_over(over_mass, logits_ptr, rows64, ok, stride, V, start, kth, t, z_top, probe,
+              SEARCH: tl.constexpr, UNROLL: tl.constexpr):
     """``add_mass_over`` of the UNROLL (1, 4 or 8) tiles from ``start``, all read before the
     first is added: UNROLL tiles of loads in flight, the sums in the order of one tile a
     step."""
     if UNROLL == 1:
         x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
-        over_mass, inrange = add_mass_over(over_mass, inrange, x, inside, kth, t, z_top, probe,
-                                            lo, hi)
+        over_mass = add_mass_over(over_mass, x, inside, kth, t, z_top, probe)
     else:
         x0, in0, x1, in1, x2, in2, x3, in3 = four_tiles(logits_ptr, rows64, ok, stride, V,
                                                         start, SEARCH)
         if UNROLL == 8:
             x4, in4, x5, in5, x6, in6, x7, in7 = four_tiles(logits_ptr, rows64, ok, stride, V,
                                                             start + 4 * SEARCH, SEARCH)
-        over_mass, inrange = add_mass_over(over_mass, inrange, x0, in0, kth, t, z_top, probe,
-                                            lo, hi)
-        over_mass, inrange = add_mass_over(over_mass, inrange, x1, in1, kth, t, z_top, probe,
-                                            lo, hi)
-        over_mass, inrange = add_mass_over(over_mass, inrange, x2, in2, kth, t, z_top, probe,
-                                            lo, hi)
-        over_mass, inrange = add_mass_over(over_mass, inrange, x3, in3, kth, t, z_top, probe,
-                                            lo, hi)
+        over_mass = add_mass_over(over_mass, x0, in0, kth, t, z_top, probe)
+        over_mass = add_mass_over(over_mass, x1, in1, kth, t, z_top, probe)
+        over_mass = add_mass_over(over_mass, x2, in2, kth, t, z_top, probe)
+        over_mass = add_mass_over(over_mass, x3, in3, kth, t, z_top, probe)
         if UNROLL == 8:
-            over_mass, inrange = add_mass_over(over_mass, inrange, x4, in4, kth, t, z_top, probe,
-                                            lo, hi)
-            over_mass, inrange = add_mass_over(over_mass, inrange, x5, in5, kth, t, z_top, probe,
-                                            lo, hi)
-            over_mass, inrange = add_mass_over(over_mass, inrange, x6, in6, kth, t, z_top, probe,
-                                            lo, hi)
-            over_mass, inrange = add_mass_over(over_mass, inrange, x7, in7, kth, t, z_top, probe,
-                                            lo, hi)
-    return over_mass, inrange
+            over_mass = add_mass_over(over_mass, x4, in4, kth, t, z_top, probe)
+            over_mass = add_mass_over(over_mass, x5, in5, kth, t, z_top, probe)
+            over_mass = add_mass_over(over_mass, x6, in6, kth, t, z_top, probe)
+            over_mass = add_mass_over(over_mass, x7, in7, kth, t, z_top, probe)
+    return over_mass
 
 
 @triton.jit
@@ -262,19 +250,16 @@ def row_top_p_key(logits_ptr, rows64, ok, stride, V, kth, t, top_p, BLOCK: tl.co
             probe = value_probes(lo, hi, x_low, x_high)
         first = 0
         over_mass = tl.zeros([kth.shape[0], WAYS, SEARCH], tl.float64)   # summed once per pass
-        inrange = tl.zeros([kth.shape[0], SEARCH], tl.int32)
         for start in range(0, V, SEARCH * UNROLL):
-            over_mass, inrange = mass_over(over_mass, inrange, logits_ptr, rows64, ok, stride,
-                                           V, start, kth, t, z_top, probe, lo, hi, SEARCH,
-                                           UNROLL)
+            over_mass = mass_over(over_mass, logits_ptr, rows64, ok, stride, V, start, kth, t,
+                                  z_top, probe, SEARCH, UNROLL)
         above = tl.sum(over_mass, axis=2)
-        empty = tl.sum(inrange, axis=1) == 0      # no key in (lo, hi]: nor in the new range
         f = WAYS - tl.sum((above < bound[:, None]).to(tl.int32), axis=1)   # first probe below
         open_ = lo < hi
         hi_next = tl.where(f < WAYS, pick(probe, f), hi)
         lo_next = tl.where(f > 0, tl.minimum(pick(probe, f - 1) + 1, hi), lo)
         lo = tl.where(open_, lo_next, lo)
-        hi = tl.where(open_ & ~empty, hi_next, lo)
+        hi = tl.where(open_, hi_next, hi)
     return lo.to(tl.int32)
 
 
