@@ -8,14 +8,12 @@
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/gpu/steps.sh call38e
-git log -1 --format='commit %h %s' 2>/dev/null || true
-step sl 150 python3 -m sampling_harness bench sample-logits --device cuda --cuda-graph \
-  --ceiling --repeat 2 --calls 20 --report-dir "$out/sl" --kernel triton-sample-logits \
-  --shape 256x151936 --launch group_block=2048,4096 --launch warps=4,8 \
-  --launch select_tile=2048,4096,8192
+bench sl 150 sample-logits --ceiling --repeat 2 --calls 20 --kernel triton-sample-logits \
+  --shape 256x151936 \
+  --launch group_block=2048,4096 --launch warps=4,8 --launch select_tile=2048,4096,8192
 for family in sample-logits logprobs; do
   step "check-$family" 170 sampling-harness check "$family" --budget standard --device cuda \
     --report-dir "$out/check-$family"
 done
-tar -czf "$OUT/call38e.tgz" -C /tmp call38e
+pack
 N=8 mutate_left triton-sample-logits triton-logprobs

@@ -6,14 +6,11 @@
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/gpu/steps.sh call38f
-git log -1 --format='commit %h %s' 2>/dev/null || true
-step top-p 200 python3 -m sampling_harness bench sample-logits --device cuda --cuda-graph \
-  --repeat 2 --calls 10 --report-dir "$out/top-p" --kernel triton-sample-logits \
+bench top-p 200 sample-logits --repeat 2 --calls 10 --kernel triton-sample-logits \
   --shape 256x151936:flat-top-p --shape 256x151936:top-p \
   --launch fallback_unroll=1,2,4 --launch fallback_warps=4,8
-step sl 60 python3 -m sampling_harness bench sample-logits --device cuda --cuda-graph \
-  --ceiling --repeat 2 --calls 20 --report-dir "$out/sl" --kernel triton-sample-logits \
+bench sl 60 sample-logits --ceiling --repeat 2 --calls 20 --kernel triton-sample-logits \
   --shape 256x151936 --shape 256x151936:plain
 step check 200 sampling-harness check sample-logits --budget standard --device cuda \
   --report-dir "$out/check"
-tar -czf "$OUT/call38f.tgz" -C /tmp call38f
+pack

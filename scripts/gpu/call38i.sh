@@ -6,12 +6,10 @@
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/gpu/steps.sh call38i
-git log -1 --format='commit %h %s' 2>/dev/null || true
-STEP_TAIL=30 step top-p 150 python3 -m sampling_harness bench sample-logits --device cuda \
-  --cuda-graph --repeat 2 --calls 10 --report-dir "$out/top-p" --kernel triton-sample-logits \
-  --shape 256x151936:flat-top-p --shape 256x151936:top-p --launch fallback_unroll=4,8 \
-  --launch fallback_warps=8,16
+STEP_TAIL=30 bench top-p 150 sample-logits --repeat 2 --calls 10 \
+  --kernel triton-sample-logits --shape 256x151936:flat-top-p --shape 256x151936:top-p \
+  --launch fallback_unroll=4,8 --launch fallback_warps=8,16
 step sass 60 python3 benchmarks/sass_histogram.py _fallback_race
 step check 200 sampling-harness check sample-logits --budget standard --device cuda \
   --report-dir "$out/check"
-tar -czf "$OUT/call38i.tgz" -C /tmp call38i
+pack

@@ -5,9 +5,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/gpu/steps.sh call38k
-git log -1 --format='commit %h %s' 2>/dev/null || true
-STEP_TAIL=30 step lp 200 python3 -m sampling_harness bench logprobs --device cuda \
-  --cuda-graph --ceiling --repeat 2 --calls 20 --report-dir "$out/lp" --kernel triton-logprobs \
+STEP_TAIL=30 bench lp 200 logprobs --ceiling --repeat 2 --calls 20 --kernel triton-logprobs \
   --shape 256x151936x21:random --shape 256x151936x21:top --launch block=256,512 \
   --launch stages=2,3,4
-tar -czf "$OUT/call38k.tgz" -C /tmp call38k
+pack

@@ -5,9 +5,8 @@
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/gpu/steps.sh call38l
-git log -1 --format='commit %h %s' 2>/dev/null || true
-STEP_TAIL=12 step top-p 90 python3 -m sampling_harness bench sample-logits --device cuda \
-  --cuda-graph --repeat 2 --calls 10 --report-dir "$out/top-p" --kernel triton-sample-logits \
-  --shape 256x151936:flat-top-p --shape 256x151936:top-p --shape 256x151936
-tar -czf "$OUT/call38l.tgz" -C /tmp call38l
+STEP_TAIL=12 bench top-p 90 sample-logits --repeat 2 --calls 10 \
+  --kernel triton-sample-logits --shape 256x151936:flat-top-p --shape 256x151936:top-p \
+  --shape 256x151936
+pack
 DEADLINE=$(( deadline - ($(date +%s) - start) )) NO_INSTALL=1 bash scripts/gpu/record38.sh

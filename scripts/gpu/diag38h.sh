@@ -17,4 +17,4 @@ STEP_TAIL=60 step ncu 200 "$NCU" --clock-control none -k regex:_fallback_race --
 grep -i "duration\|issue slots\|warp cycles per issued\|eligible\|registers per\|achieved occ\|throughput\|local" \
   "$out/ncu-fallback.txt" | head -30
 rm -f "$out"/*.ncu-rep
-tar -czf "$OUT/diag38h.tgz" -C /tmp diag38h
+pack

@@ -6,16 +6,11 @@
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/gpu/steps.sh explore38
-git log -1 --format='commit %h %s' 2>/dev/null || true
-bench() {  # NAME MAX FAMILY ARGS...
-  local name=$1 most=$2 family=$3; shift 3
-  step "$name" "$most" python3 -m sampling_harness bench "$family" --device cuda --cuda-graph \
-    --ceiling --repeat 2 --calls 20 --report-dir "$out/$name" "$@"
-}
-bench lp 200 logprobs --kernel triton-logprobs --shape 256x151936x21:random \
-  --shape 256x151936x21:top --launch masks=False,True --launch thread_lse=False,True \
-  --launch programs_per_sm=6,8
-bench sl 240 sample-logits --kernel triton-sample-logits --shape 256x151936 \
+bench lp 200 logprobs --ceiling --repeat 2 --calls 20 --kernel triton-logprobs \
+  --shape 256x151936x21:random --shape 256x151936x21:top --launch masks=False,True \
+  --launch thread_lse=False,True --launch programs_per_sm=6,8
+bench sl 240 sample-logits --ceiling --repeat 2 --calls 20 --kernel triton-sample-logits \
+  --shape 256x151936 \
   --launch select_warps=2,4,8 --launch select_pdl=False,True --launch group_block=4096,8192
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 step ncu-select 90 "$NCU" --clock-control none -k regex:_select_race --launch-skip 2 \
@@ -25,4 +20,4 @@ step ncu-select 90 "$NCU" --clock-control none -k regex:_select_race --launch-sk
   > "$out/ncu-select-source.csv" 2>&1
 "$NCU" --import "$out/select.ncu-rep" --page details > "$out/ncu-select.txt" 2>&1
 rm -f "$out"/*.ncu-rep
-tar -czf "$OUT/explore38.tgz" -C /tmp explore38
+pack

@@ -7,18 +7,14 @@
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/gpu/steps.sh explore38b
-git log -1 --format='commit %h %s' 2>/dev/null || true
-bench() {  # NAME MAX FAMILY ARGS...
-  local name=$1 most=$2 family=$3; shift 3
-  step "$name" "$most" python3 -m sampling_harness bench "$family" --device cuda --cuda-graph \
-    --ceiling --repeat 2 --calls 20 --report-dir "$out/$name" "$@"
-}
-bench lp 260 logprobs --kernel triton-logprobs --shape 256x151936x21:random \
-  --launch maxnreg=None,168,128 --launch programs_per_sm=6,11,15 \
-  --launch thread_lse=False,True
-bench lp-top 90 logprobs --kernel triton-logprobs --shape 256x151936x21:top \
+bench lp 260 logprobs --ceiling --repeat 2 --calls 20 --kernel triton-logprobs \
+  --shape 256x151936x21:random --launch maxnreg=None,168,128 \
+  --launch programs_per_sm=6,11,15 --launch thread_lse=False,True
+bench lp-top 90 logprobs --ceiling --repeat 2 --calls 20 --kernel triton-logprobs \
+  --shape 256x151936x21:top \
   --launch maxnreg=None,168,128 --launch programs_per_sm=6,11,15
-bench sl 150 sample-logits --kernel triton-sample-logits --shape 256x151936 \
+bench sl 150 sample-logits --ceiling --repeat 2 --calls 20 --kernel triton-sample-logits \
+  --shape 256x151936 \
   --launch select_prefetch=False,True --launch select_tile=4096,8192 --launch select_pdl=True \
   --launch group_block=4096
-tar -czf "$OUT/explore38b.tgz" -C /tmp explore38b
+pack

@@ -7,11 +7,9 @@
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/gpu/steps.sh explore38c
-git log -1 --format='commit %h %s' 2>/dev/null || true
-step sl 300 python3 -m sampling_harness bench sample-logits --device cuda --cuda-graph \
-  --ceiling --repeat 2 --calls 20 --report-dir "$out/sl" --kernel triton-sample-logits \
+bench sl 300 sample-logits --ceiling --repeat 2 --calls 20 --kernel triton-sample-logits \
   --shape 256x151936 --shape 256x151936:greedy --shape 32x128256 --shape 1x32000 \
   --launch groups=1024,2048 --launch group_block=4096,8192 --launch select_pdl=True \
   --launch select_prefetch=True
 STEP_TAIL=120 step host 120 python3 benchmarks/host_cost.py --shapes 256x151936 --profile
-tar -czf "$OUT/explore38c.tgz" -C /tmp explore38c
+pack

@@ -39,4 +39,4 @@ Path(out / "compile_variants.json").write_text(f'{{"about": {json.dumps(old["abo
 print(f"{len(fresh)} sample-logits variants recorded; {len(kept)} in the list")
 PY
 cp "$out/compile_variants.json" "$OUT/compile_variants.json"
-tar -czf "$OUT/record38.tgz" -C /tmp record38
+pack

@@ -3,12 +3,15 @@
 # /tmp/RUN as $out, the clock ($start) and $deadline (DEADLINE, default 540 s); without RUN
 # the caller has set $out, $start and $deadline. Each `step` then runs under min(its limit,
 # the time left before the deadline), its log in $out/NAME.log, its last $STEP_TAIL lines
-# (default 80) printed, then its exit code and seconds. `mutate_left KERNELS...` runs
-# scripts/gpu/mutate.sh in what is left.
+# (default 80) printed, then its exit code and seconds. `bench NAME MAX FAMILY ARGS...` is
+# a step of `sampling-harness bench FAMILY` on the GPU with CUDA-graph replay, its reports in
+# $out/NAME; `pack` archives $out into $OUT/RUN.tgz (a device call brings back at most 8
+# files); `mutate_left KERNELS...` runs scripts/gpu/mutate.sh in what is left. With RUN, the
+# checkout's commit is printed first.
 if [ -n "${1:-}" ]; then
   source scripts/gpu-env.sh
   OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-  out=/tmp/$1; rm -rf "$out"; mkdir -p "$out"
+  run=$1; out=/tmp/$1; rm -rf "$out"; mkdir -p "$out"
   start=$(date +%s)
   deadline=${DEADLINE:-540}
 fi
@@ -23,6 +26,14 @@ step() {  # NAME MAX_SECONDS COMMAND...
   grep -v "^USDT\|Warning\|warn(" "$out/$name.log" | tail -n "${STEP_TAIL:-80}"
   echo "== $name: exit $code in $(( $(date +%s) - t0 )) s"
 }
+bench() {  # NAME MAX FAMILY ARGS...
+  local name=$1 most=$2 family=$3; shift 3
+  step "$name" "$most" python3 -m sampling_harness bench "$family" --device cuda --cuda-graph \
+    --report-dir "$out/$name" "$@"
+}
+pack() {  # $out as $OUT/RUN.tgz
+  tar -czf "$OUT/$run.tgz" -C /tmp "$run"
+}
 mutate_left() {  # KERNELS...: `mutate` at quick (N mutants, default 12) in what is left of
   # the deadline, less 15 s for the caller's archive; nothing when under a minute is left
   local left=$(( deadline - ($(date +%s) - start) - 15 ))
@@ -31,3 +42,4 @@ mutate_left() {  # KERNELS...: `mutate` at quick (N mutants, default 12) in what
 }
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, \
 torch.cuda.get_device_name())"
+if [ -n "${1:-}" ]; then git log -1 --format='commit %h %s' 2>/dev/null || true; fi
