@@ -196,7 +196,8 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
                          fallback_search: int = fallback.GPU_SEARCH,
                          fallback_warps: int = fallback.GPU_WARPS,
                          fallback_programs_per_sm: int = fallback.GPU_PROGRAMS_PER_SM,
-                         fallback_unroll: int = fallback.GPU_UNROLL) -> torch.Tensor:
+                         fallback_unroll: int = fallback.GPU_UNROLL,
+                         fallback_regs: int = fallback.GPU_REGS) -> torch.Tensor:
     """Family ``sample-logits``: one token id per row, as int64 [B] (paths: module doc).
     ``seed``: an int, or int64 [B] per-request seeds (kernels/triton_seeds.py).
     Launch settings (keywords, ``bench --launch``), on a GPU (the interpreter takes its own
@@ -208,7 +209,8 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
     and ``select_small`` candidates ranked by comparison (also in a CPU's one-row programs),
     the fallback's race tile
     ``fallback_block``, search tile ``fallback_search``, search tiles read at once
-    ``fallback_unroll`` (1, 4 or 8), ``fallback_warps`` and ``fallback_programs_per_sm``."""
+    ``fallback_unroll`` (1, 4 or 8), ``fallback_warps``, ``fallback_programs_per_sm`` and
+    ``fallback_regs`` (a GPU's registers a thread at most; 0: the compiler's)."""
     if logits.dim() != 2 or logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
         raise ValueError(f"logits must be float32, bfloat16 or float16 [B, V], got "
                          f"{logits.dtype} {tuple(logits.shape)}")
@@ -234,5 +236,6 @@ def sample_logits_triton(logits: torch.Tensor, temperature: torch.Tensor, top_k:
                        tile=select_tile, pdl=pdl, prefetch=select_prefetch)
     fallback_race(logits, t, k, p, unresolved, ids, seed, block=fallback_block,
                   search=fallback_search, warps=fallback_warps,
-                  programs_per_sm=fallback_programs_per_sm, unroll=fallback_unroll)
+                  programs_per_sm=fallback_programs_per_sm, unroll=fallback_unroll,
+                  regs=fallback_regs)
     return ids

@@ -11,14 +11,13 @@ A flagged row (one program when it has a search; split over S programs when it h
    over [key(-inf), key(+inf)] with [lo, hi] holding it and #{key >= lo} >= k throughout:
    each pass counts the keys >= each of WAYS probes over the whole row and narrows the range
    about WAYS + 1 times (at most 11 passes for 2^32 keys at 8 ways; a bisection takes 32);
-2. top-p on {x >= x_(k)}, when top_p < 1: with z = x / T and the weights exp(z - top) in
-   float32 (a float32 softmax's terms), summed in float64, top = the row's largest z and W
-   = sum exp(z - top) over the kept set (two passes), c = the smallest key >= x_(k) whose
-   strictly greater mass is below top_p W, by the same search (each pass a mass above each
-   probe, every element adding into a [WAYS, SEARCH] register tile that is summed once a
-   pass): the kept prefix in descending order
-   whose exclusive cumulative mass is below top_p W, the largest always kept, ties with c
-   kept;
+2. top-p on {x >= x_(k)}, when top_p < 1: c = the smallest key >= x_(k) whose strictly
+   greater mass is below top_p W, W the float64 sum of the kept set's float32 weights
+   exp(z - top), z = x / T (kernels/sample_logits/triton_top_p_search.py: the same search,
+   each pass the masses above the probes, its probes spaced by value at first, and the last
+   passes over a scratch copy of the range once it holds at most CAP entries): the kept
+   prefix in descending order whose exclusive cumulative mass is below top_p W, the largest
+   always kept, ties with c kept;
 3. the race over {x >= c} with the noise of (row, column) (race_noise.py), the noise of the
    candidates' race: the same kept set draws the same winner either way. A greedy row takes
    its first maximal column instead. A row without a search races its columns split: each
@@ -26,8 +25,8 @@ A flagged row (one program when it has a search; split over S programs when it h
    program merges the S partials, the earliest split winning ties (``publish_split``).
 
 Memory traffic: unflagged rows, one int8 flag read. A flagged row: read once per pass (the
-race, and up to 11 + 13 more passes when it has a top-k and a top-p, each from L2 for rows
-of a few MB), 12 B per split partial, one id written. Slow (docs/measurements/bench.md: 256
+race, up to 11 passes for x_(k), and the top-p search's, triton_top_p_search.py), 12 B per
+split partial, 4 CAP bytes of top-p scratch, one id written. Slow (docs/measurements/bench.md: 256
 rows of 151936 with 17,000-token top-p sets), but the engine's usual rows (greedy, top-k <=
 KMAX with or without top-p, top-p alone with a peaked head) never come here.
 """
@@ -37,8 +36,18 @@ import triton
 import triton.language as tl
 
 from sampling_harness.kernels.sample.triton_race import publish_split
-from sampling_harness.kernels.sample_logits.race_noise import finite_or_masked, scores
+from sampling_harness.kernels.sample_logits.race_noise import scores
+from sampling_harness.kernels.sample_logits.triton_row_tiles import (
+    KEY_NEG_INF,
+    KEY_POS_INF,
+    WAYS,
+    four_tiles,
+    pick,
+    probes,
+    row_tile,
+)
 from sampling_harness.kernels.sample_logits.triton_top_k_select import ordered, value_of_key
+from sampling_harness.kernels.sample_logits.triton_top_p_search import CAP, row_top_p_key
 from sampling_harness.kernels.split_scratch import (
     cdiv,
     multiprocessors,
@@ -46,52 +55,12 @@ from sampling_harness.kernels.split_scratch import (
     split_scratch,
 )
 
-KEY_NEG_INF = tl.constexpr(-2139095041)   # ordered(-inf)
-KEY_POS_INF = tl.constexpr(2139095040)    # ordered(+inf)
-WAYS = tl.constexpr(8)                    # probes per search pass
-
-
-@triton.jit
-def row_tile(logits_ptr, rows64, ok, stride, V, start, BLOCK: tl.constexpr):
-    """(x float32 [R, BLOCK], cols, inside) of the columns start ... start + BLOCK - 1."""
-    cols = start + tl.arange(0, BLOCK)[None, :]
-    inside = ok[:, None] & (cols < V)
-    x = tl.load(logits_ptr + rows64[:, None] * stride + cols, mask=inside,
-                other=float("-inf")).to(tl.float32)
-    return finite_or_masked(x), cols, inside
-
-
-@triton.jit
-def probes(lo, hi, FIRST: tl.constexpr):
-    """[R, WAYS] keys lo + (j + FIRST) d, j = 0 .. WAYS - 1, d = (hi - lo) // (WAYS + 1) + 1,
-    capped at hi: a pass evaluates all of them, so it narrows [lo, hi] to at most d keys."""
-    j = tl.arange(0, WAYS)[None, :]
-    d = (hi - lo) // (WAYS + 1) + 1
-    return tl.minimum(lo[:, None] + (j + FIRST) * d[:, None], hi[:, None])
-
-
-@triton.jit
-def pick(values, index):
-    """values[r, index[r]] of [R, WAYS] ``values`` (index in [0, WAYS))."""
-    j = tl.arange(0, WAYS)[None, :]
-    return tl.sum(tl.where(j == index[:, None], values, 0), axis=1)
-
 
 @triton.jit
 def add_reached(reached, x, inside, probe):
     """reached [R, WAYS, SEARCH] += (key >= probe) of a tile x [R, SEARCH] (int32)."""
     reach = inside[:, None, :] & (ordered(x)[:, None, :] >= probe.to(tl.int32)[:, :, None])
     return reached + reach.to(tl.int32)
-
-
-@triton.jit
-def four_tiles(logits_ptr, rows64, ok, stride, V, start, SEARCH: tl.constexpr):
-    """The tiles (x, inside) of columns start + j SEARCH ..., j = 0 .. 3, read at once."""
-    x0, _, in0 = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
-    x1, _, in1 = row_tile(logits_ptr, rows64, ok, stride, V, start + SEARCH, SEARCH)
-    x2, _, in2 = row_tile(logits_ptr, rows64, ok, stride, V, start + 2 * SEARCH, SEARCH)
-    x3, _, in3 = row_tile(logits_ptr, rows64, ok, stride, V, start + 3 * SEARCH, SEARCH)
-    return x0, in0, x1, in1, x2, in2, x3, in3
 
 
 @triton.jit
@@ -138,126 +107,6 @@ def row_kth_key(logits_ptr, rows64, ok, stride, V, n, SEARCH: tl.constexpr,
         open_ = lo < hi
         lo_next = tl.where(m > 0, pick(probe, m - 1), lo)
         hi_next = tl.where(m < WAYS, pick(probe, m) - 1, hi)
-        lo = tl.where(open_, lo_next, lo)
-        hi = tl.where(open_, hi_next, hi)
-    return lo.to(tl.int32)
-
-
-@triton.jit
-def kept_weights(x, inside, kth, t, top):
-    """exp(z - top) of the kept entries (key >= kth, finite), 0 elsewhere, as float64 from a
-    float32 exp (z = x / T and ``top`` float32: the relative error of a float32 softmax
-    term, which the sums, in float64, do not grow)."""
-    kept = inside & (ordered(x) >= kth[:, None]) & (x > float("-inf"))
-    z = tl.where(kept, x, 0.0) / t[:, None]
-    return tl.where(kept, tl.exp(tl.minimum(z - top[:, None], 0.0)), 0.0).to(tl.float64)
-
-
-@triton.jit
-def add_mass_over(over_mass, x, inside, kth, t, z_top, probe):
-    """over_mass [R, WAYS, SEARCH] += the kept weights of a tile x [R, SEARCH] whose keys are
-    above each probe (float64; each slot adds its columns in column order)."""
-    w = kept_weights(x, inside, kth, t, z_top)
-    over = ordered(x)[:, None, :] > probe.to(tl.int32)[:, :, None]
-    return over_mass + tl.where(over, w[:, None, :], 0.0)
-
-
-@triton.jit
-def mass_over(over_mass, logits_ptr, rows64, ok, stride, V, start, kth, t, z_top, probe,
-              SEARCH: tl.constexpr, UNROLL: tl.constexpr):
-    """``add_mass_over`` of the UNROLL (1, 4 or 8) tiles from ``start``, all read before the
-    first is added: UNROLL tiles of loads in flight, the sums in the order of one tile a
-    step."""
-    if UNROLL == 1:
-        x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
-        over_mass = add_mass_over(over_mass, x, inside, kth, t, z_top, probe)
-    else:
-        x0, in0, x1, in1, x2, in2, x3, in3 = four_tiles(logits_ptr, rows64, ok, stride, V,
-                                                        start, SEARCH)
-        if UNROLL == 8:
-            x4, in4, x5, in5, x6, in6, x7, in7 = four_tiles(logits_ptr, rows64, ok, stride, V,
-                                                            start + 4 * SEARCH, SEARCH)
-        over_mass = add_mass_over(over_mass, x0, in0, kth, t, z_top, probe)
-        over_mass = add_mass_over(over_mass, x1, in1, kth, t, z_top, probe)
-        over_mass = add_mass_over(over_mass, x2, in2, kth, t, z_top, probe)
-        over_mass = add_mass_over(over_mass, x3, in3, kth, t, z_top, probe)
-        if UNROLL == 8:
-            over_mass = add_mass_over(over_mass, x4, in4, kth, t, z_top, probe)
-            over_mass = add_mass_over(over_mass, x5, in5, kth, t, z_top, probe)
-            over_mass = add_mass_over(over_mass, x6, in6, kth, t, z_top, probe)
-            over_mass = add_mass_over(over_mass, x7, in7, kth, t, z_top, probe)
-    return over_mass
-
-
-@triton.jit
-def value_probes(lo, hi, x_low, x_high):
-    """[R, WAYS] keys of the values x_low + (j + 1) (x_high - x_low) / (WAYS + 1), within
-    [lo, hi]: a first pass placed by value, where evenly spaced keys would spend passes on
-    the binades near zero that the range crosses (any ascending probes keep the search
-    exact; these only make it shorter)."""
-    j = tl.arange(0, WAYS)[None, :].to(tl.float32)
-    x = x_low[:, None] + (x_high - x_low)[:, None] * ((j + 1.0) / (WAYS + 1))
-    return tl.minimum(tl.maximum(ordered(x).to(tl.int64), lo[:, None]), hi[:, None])
-
-
-@triton.jit
-def row_top_and_mass(logits_ptr, rows64, ok, stride, V, kth, t, BLOCK: tl.constexpr):
-    """(the row's largest x, W = sum exp(z - top) over the kept entries, float64): two passes,
-    four tiles of BLOCK columns read at once (W summed in column order)."""
-    top = tl.full(kth.shape, float("-inf"), tl.float32)
-    for start in range(0, V, 4 * BLOCK):
-        x0, in0, x1, in1, x2, in2, x3, in3 = four_tiles(logits_ptr, rows64, ok, stride, V,
-                                                        start, BLOCK)
-        top = tl.maximum(top, tl.max(tl.where(in0, x0, float("-inf")), axis=1))
-        top = tl.maximum(top, tl.max(tl.where(in1, x1, float("-inf")), axis=1))
-        top = tl.maximum(top, tl.max(tl.where(in2, x2, float("-inf")), axis=1))
-        top = tl.maximum(top, tl.max(tl.where(in3, x3, float("-inf")), axis=1))
-    z_top = tl.where(top > float("-inf"), top / t, 0.0)
-    mass = tl.zeros(kth.shape, tl.float64)
-    for start in range(0, V, 4 * BLOCK):
-        x0, in0, x1, in1, x2, in2, x3, in3 = four_tiles(logits_ptr, rows64, ok, stride, V,
-                                                        start, BLOCK)
-        mass += tl.sum(kept_weights(x0, in0, kth, t, z_top), axis=1)
-        mass += tl.sum(kept_weights(x1, in1, kth, t, z_top), axis=1)
-        mass += tl.sum(kept_weights(x2, in2, kth, t, z_top), axis=1)
-        mass += tl.sum(kept_weights(x3, in3, kth, t, z_top), axis=1)
-    return top, z_top, mass
-
-
-@triton.jit
-def row_top_p_key(logits_ptr, rows64, ok, stride, V, kth, t, top_p, BLOCK: tl.constexpr,
-                  SEARCH: tl.constexpr, UNROLL: tl.constexpr):
-    """c's key (step 2): the smallest key T >= kth with mass(key > T) < top_p W, by a
-    WAYS-way search on [kth, the row's largest key] (the first probe whose mass is below
-    the bound is the new hi, the probe before it plus one the new lo). The first pass's
-    probes are spaced by value over [top + T ln((1 - top_p) W / 2V), top]: entries below
-    its low end weigh less than (1 - top_p) W / 2V each, so c lies above it whenever the
-    bound is not within rounding of W (otherwise the search goes on from wherever the
-    probes left it: exact either way)."""
-    top, z_top, mass = row_top_and_mass(logits_ptr, rows64, ok, stride, V, kth, t, BLOCK)
-    bound = top_p.to(tl.float64) * mass
-    lo = kth.to(tl.int64)
-    hi = ordered(top).to(tl.int64)
-    hi = tl.maximum(hi, lo)
-    live = top > float("-inf")                  # rows searched here (the others: closed)
-    x_high = tl.where(live, top, 0.0)
-    tail = tl.maximum((1.0 - top_p) * mass.to(tl.float32) / (2.0 * V), 1e-30)
-    x_low = tl.where(live, x_high + t * tl.log(tail), 0.0)
-    first = 1
-    while tl.max(hi - lo) > 0:                 # at most 11 passes at 8 ways
-        probe = probes(lo, hi, 0)
-        if first:
-            probe = value_probes(lo, hi, x_low, x_high)
-        first = 0
-        over_mass = tl.zeros([kth.shape[0], WAYS, SEARCH], tl.float64)   # summed once per pass
-        for start in range(0, V, SEARCH * UNROLL):
-            over_mass = mass_over(over_mass, logits_ptr, rows64, ok, stride, V, start, kth, t,
-                                  z_top, probe, SEARCH, UNROLL)
-        above = tl.sum(over_mass, axis=2)
-        f = WAYS - tl.sum((above < bound[:, None]).to(tl.int32), axis=1)   # first probe below
-        open_ = lo < hi
-        hi_next = tl.where(f < WAYS, pick(probe, f), hi)
-        lo_next = tl.where(f > 0, tl.minimum(pick(probe, f - 1) + 1, hi), lo)
         lo = tl.where(open_, lo_next, lo)
         hi = tl.where(open_, hi_next, hi)
     return lo.to(tl.int32)
@@ -311,8 +160,10 @@ def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids
                                               UNROLL), kth)
         key = kth
         if tl.max(nucleus.to(tl.int32)) > 0:
-            key = tl.where(nucleus, row_top_p_key(logits_ptr, rows64, nucleus, stride, V, kth,
-                                                  safe_t, top_p, BLOCK, SEARCH, UNROLL), kth)
+            cand_ptr = (part_ptr + splits * B).to(tl.pointer_type(tl.float32))  # CAP a row
+            key = tl.where(nucleus, row_top_p_key(logits_ptr, cand_ptr, rows64, nucleus, stride,
+                                                  V, kth, safe_t, top_p, BLOCK, SEARCH,
+                                                  UNROLL), kth)
         cutoff = value_of_key(key)
         first = tl.where(searched > 0, 0, split * per_split)   # a searched block: whole rows
         last = tl.where(searched > 0, V, tl.minimum(split * per_split + per_split, V))
@@ -333,6 +184,8 @@ def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids
 GPU_BLOCK, GPU_SEARCH, GPU_WARPS = 2048, 512, 8   # race tile, search tile (a search pass
 # accumulates per element in a [WAYS, SEARCH] tile, in registers, and reduces it once)
 GPU_PROGRAMS_PER_SM = 4          # the columns split until the grid has this many per SM
+GPU_REGS = 128                   # registers a thread at most: two programs of 8 warps an SM
+# (the top-p search's state took the compiler to 184, one program an SM)
 GPU_UNROLL = 8                   # search tiles read at once (1, 4 or 8): a pass over a row in
 # one program waits on its loads; one tile in flight is about 0.7 TB/s over the batch
 UNROLLS = (1, 4, 8)
@@ -376,7 +229,8 @@ def fallback_launch(batch: int, vocab: int, device: torch.device, block: int, se
 
 def fallback_race(logits, temperature, top_k, top_p, unresolved, ids, seed, *,
                   block: int = GPU_BLOCK, search: int = GPU_SEARCH, warps: int = GPU_WARPS,
-                  programs_per_sm: int = GPU_PROGRAMS_PER_SM, unroll: int = GPU_UNROLL) -> None:
+                  programs_per_sm: int = GPU_PROGRAMS_PER_SM, unroll: int = GPU_UNROLL,
+                  regs: int = GPU_REGS) -> None:
     """Write the ids of the rows ``unresolved`` (int8 [B]) flags into ``ids`` (int64 [B]):
     one launch over every row, whatever the flags say (no synchronisation). The keywords:
     launch settings on a GPU (``fallback_launch``)."""
@@ -387,10 +241,11 @@ def fallback_race(logits, temperature, top_k, top_p, unresolved, ids, seed, *,
     per_split = cdiv(cdiv(vocab, splits), block) * block
     splits = cdiv(vocab, per_split)
     row_blocks = cdiv(batch, block_r)
-    tickets, best, part = split_scratch(
-        "triton-sample-logits-fallback", device, row_blocks, splits * batch,
-        (torch.float32, torch.int64)) if splits > 1 else (ids, ids, ids)
+    tickets, best, part = split_scratch(      # the split partials, then CAP float32 a row
+        "triton-sample-logits-fallback", device, row_blocks,
+        splits * batch + batch * CAP.value // 2, (torch.float32, torch.int64))
     _fallback_race[(row_blocks, splits)](
         logits, temperature, top_k, top_p, unresolved, ids, best, part, tickets, seed, batch,
         vocab, logits.stride(0), per_split, splits, BLOCK_R=block_r, BLOCK=block,
-        SEARCH=search, UNROLL=unroll, SPLIT=splits > 1, num_warps=warps)
+        SEARCH=search, UNROLL=unroll, SPLIT=splits > 1, num_warps=warps,
+        **({"maxnreg": regs} if regs and device.type == "cuda" else {}))
