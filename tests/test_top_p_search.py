@@ -62,16 +62,17 @@ def test_the_copied_range_draws_the_ids_of_the_whole_row_and_a_sort(monkeypatch,
 
 
 @triton.jit
-def _top_p_keys(logits_ptr, cand_ptr, kth_ptr, t_ptr, p_ptr, out_ptr, B, V,
+def _top_p_keys(logits_ptr, cand_ptr, kth_ptr, t_ptr, p_ptr, out_ptr, B, V, copy_rows,
                 BLOCK_R: tl.constexpr, BLOCK: tl.constexpr):
-    """c's key of each row, by ``row_top_p_key`` (one tile of BLOCK a search step)."""
+    """c's key of each row, by ``row_top_p_key`` (one tile of BLOCK a search step; rows
+    below ``copy_rows`` have scratch)."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     ok = rows < B
     kth = tl.load(kth_ptr + rows, mask=ok, other=0)
     t = tl.load(t_ptr + rows, mask=ok, other=1.0)
     p = tl.load(p_ptr + rows, mask=ok, other=1.0)
-    key = row_top_p_key(logits_ptr, cand_ptr, rows.to(tl.int64), ok, V, V, kth, t, p, BLOCK,
-                        BLOCK, 1)
+    key = row_top_p_key(logits_ptr, cand_ptr, rows.to(tl.int64), ok, V, V, kth, t, p,
+                        rows < copy_rows, BLOCK, BLOCK, 1)
     tl.store(out_ptr + rows, key, mask=ok)
 
 
@@ -114,13 +115,14 @@ def search_rows() -> tuple:
     return x, kth, t, p
 
 
-@pytest.mark.parametrize("copy_when", [None, 0.0, 1e30])
-def test_the_search_finds_the_sorts_threshold_copied_or_not(monkeypatch, copy_when):
+@pytest.mark.parametrize("copy_when, copy_rows", [(None, 7), (0.0, 7), (1e30, 7), (None, 3)])
+def test_the_search_finds_the_sorts_threshold_copied_or_not(monkeypatch, copy_when,
+                                                            copy_rows):
     """c's key equals the sort's on every row: at the defaults (the range copied once it
     fits), never copied (COPY_WHEN 0), and copied after the first pass (COPY_WHEN 1e30: the
     last row's range holds more than CAP, so the search must go on over the row: searching
     the truncated copy, or the copy with the mass above it lost or counted twice, finds
-    another c)."""
+    another c). With scratch for 3 of the 7 rows of the program, it never copies."""
     import sampling_harness.kernels.sample_logits.triton_top_p_search as search
     if copy_when is not None:
         monkeypatch.setattr(search, "COPY_WHEN", tl.constexpr(copy_when))
@@ -129,11 +131,11 @@ def test_the_search_finds_the_sorts_threshold_copied_or_not(monkeypatch, copy_wh
     out = torch.zeros(7, dtype=torch.int32)
     cand = torch.zeros(7 * search.CAP, dtype=torch.float32)
     _top_p_keys[(1,)](torch.from_numpy(x), cand, torch.from_numpy(kth).to(torch.int32),
-                      torch.from_numpy(t), torch.from_numpy(p), out, 7, 5000, BLOCK_R=8,
+                      torch.from_numpy(t), torch.from_numpy(p), out, 7, 5000, copy_rows, BLOCK_R=8,
                       BLOCK=1024)
     want = [top_p_key(x[r], int(kth[r]), float(t[r]), float(p[r])) for r in range(7)]
     assert out.tolist() == want
-    if copy_when == 0.0:
+    if copy_when == 0.0 or copy_rows < 7:
         assert not seen
     elif copy_when is None:
         assert seen and seen[0].max() <= search.CAP and seen[0].max() > 100, seen

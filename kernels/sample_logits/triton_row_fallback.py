@@ -130,9 +130,10 @@ def race_columns(logits_ptr, rows64, flagged, stride, V, cutoff, t, greedy, seed
     return best, best_col
 
 
-@triton.jit(do_not_specialize=["seed", "B", "V", "splits"])
+@triton.jit(do_not_specialize=["seed", "B", "V", "splits", "copy_rows"])
 def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids_ptr, best_ptr,
-                   part_ptr, tickets_ptr, seed, B, V, stride, per_split, splits,
+                   part_ptr, tickets_ptr, cand_ptr, seed, B, V, stride, per_split, splits,
+                   copy_rows,
                    BLOCK_R: tl.constexpr, BLOCK: tl.constexpr, SEARCH: tl.constexpr,
                    UNROLL: tl.constexpr, SPLIT: tl.constexpr):
     """Programs (row block, split): steps 1-3 of the module docstring for the flagged rows.
@@ -160,10 +161,9 @@ def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids
                                               UNROLL), kth)
         key = kth
         if tl.max(nucleus.to(tl.int32)) > 0:
-            cand_ptr = (part_ptr + splits * B).to(tl.pointer_type(tl.float32))  # CAP a row
             key = tl.where(nucleus, row_top_p_key(logits_ptr, cand_ptr, rows64, nucleus, stride,
-                                                  V, kth, safe_t, top_p, BLOCK, SEARCH,
-                                                  UNROLL), kth)
+                                                  V, kth, safe_t, top_p, rows < copy_rows,
+                                                  BLOCK, SEARCH, UNROLL), kth)
         cutoff = value_of_key(key)
         first = tl.where(searched > 0, 0, split * per_split)   # a searched block: whole rows
         last = tl.where(searched > 0, V, tl.minimum(split * per_split + per_split, V))
@@ -184,6 +184,8 @@ def _fallback_race(logits_ptr, temp_ptr, topk_ptr, topp_ptr, unresolved_ptr, ids
 GPU_BLOCK, GPU_SEARCH, GPU_WARPS = 2048, 512, 8   # race tile, search tile (a search pass
 # accumulates per element in a [WAYS, SEARCH] tile, in registers, and reduces it once)
 GPU_PROGRAMS_PER_SM = 4          # the columns split until the grid has this many per SM
+COPY_ROWS = 4096                 # rows with top-p scratch (CAP float32 each, 64 MB in all):
+# the rows of larger batches search their whole rows to the end
 GPU_REGS = 128                   # registers a thread at most: two programs of 8 warps an SM
 # (the top-p search's state took the compiler to 184, one program an SM)
 GPU_UNROLL = 8                   # search tiles read at once (1, 4 or 8): a pass over a row in
@@ -241,11 +243,14 @@ def fallback_race(logits, temperature, top_k, top_p, unresolved, ids, seed, *,
     per_split = cdiv(cdiv(vocab, splits), block) * block
     splits = cdiv(vocab, per_split)
     row_blocks = cdiv(batch, block_r)
-    tickets, best, part = split_scratch(      # the split partials, then CAP float32 a row
-        "triton-sample-logits-fallback", device, row_blocks,
-        splits * batch + batch * CAP.value // 2, (torch.float32, torch.int64))
+    tickets, best, part = split_scratch(
+        "triton-sample-logits-fallback", device, row_blocks, splits * batch,
+        (torch.float32, torch.int64)) if splits > 1 else (ids, ids, ids)
+    copy_rows = min(batch, COPY_ROWS)              # the top-p search's scratch rows
+    _, cand = split_scratch("triton-sample-logits-top-p", device, 1,
+                            max(copy_rows, 1) * CAP.value, (torch.float32,))
     _fallback_race[(row_blocks, splits)](
-        logits, temperature, top_k, top_p, unresolved, ids, best, part, tickets, seed, batch,
-        vocab, logits.stride(0), per_split, splits, BLOCK_R=block_r, BLOCK=block,
+        logits, temperature, top_k, top_p, unresolved, ids, best, part, tickets, cand, seed,
+        batch, vocab, logits.stride(0), per_split, splits, copy_rows, BLOCK_R=block_r, BLOCK=block,
         SEARCH=search, UNROLL=unroll, SPLIT=splits > 1, num_warps=warps,
         **({"maxnreg": regs} if regs and device.type == "cuda" else {}))

@@ -164,10 +164,12 @@ def range_bound(lo, mass_lo, mass_hi, t, z_top):
 
 
 @triton.jit
-def row_top_p_key(logits_ptr, cand_ptr, rows64, ok, stride, V, kth, t, top_p,
+def row_top_p_key(logits_ptr, cand_ptr, rows64, ok, stride, V, kth, t, top_p, may_copy,
                   BLOCK: tl.constexpr, SEARCH: tl.constexpr, UNROLL: tl.constexpr):
     """c's key for the rows ``ok`` (module docstring): the first probe whose mass is below
-    the bound is the new hi, the probe before it plus one the new lo."""
+    the bound is the new hi, the probe before it plus one the new lo. Rows ``may_copy``
+    have a scratch row (CAP float32 at cand_ptr + row CAP); the copy is made when every open
+    row has one and fits."""
     top, least, z_top, mass = row_ends_and_mass(logits_ptr, rows64, ok, stride, V, kth, t,
                                                 BLOCK)
     bound = top_p.to(tl.float64) * mass
@@ -186,6 +188,7 @@ def row_top_p_key(logits_ptr, cand_ptr, rows64, ok, stride, V, kth, t, top_p,
     while tl.max(hi - lo) > 0:
         open_ = lo < hi
         spread = tl.where(open_, range_bound(lo, mass_lo, mass_hi, t, z_top), 0.0)
+        spread = tl.where(open_ & ~may_copy, float("inf"), spread)
         if (tried == 0) & (tl.max(spread) <= COPY_WHEN * CAP):
             n = copy_range(logits_ptr, cand_ptr, rows64, open_, stride, V, kth, lo, hi,
                            SEARCH * UNROLL)
