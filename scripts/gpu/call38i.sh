@@ -1,23 +1,15 @@
 #!/usr/bin/env bash
-# Issue 38, top-p alone, after call38h's out-of-memory (scratch for every row of the
-# checks' large batches): the top-p scratch held for at most COPY_ROWS rows. `check
-# sample-logits --budget standard`, then the top-p bench (torch's sort path eager beside),
-# then the issue's tables in one run (--cuda-graph --ceiling, 2 repeats of 30 calls).
-# Logs in $OUT/call38i.tgz.
+# Issue 38: top-p alone after the fallback's tiles took the shape of the search's sums
+# ([R, 1, W]: no layout moves through shared memory): reading 4 or 8 search tiles at once
+# with 8 or 16 warps; the fallback's SASS opcode counts (barriers, spills); then `check
+# sample-logits` at standard on the GPU. One archive ($OUT/call38i.tgz).
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/gpu/steps.sh call38i
-STEP_TAIL=12 step check-sample-logits 220 sampling-harness check sample-logits \
-  --budget standard --device cuda --report-dir "$out/check-sample-logits"
-pack
-STEP_TAIL=20 bench top-p 90 sample-logits --repeat 2 --calls 10 \
-  --shape 256x151936:flat-top-p --shape 256x151936:top-p
-pack
-STEP_TAIL=40 bench bench-sample 45 sample --repeat 2 --calls 30 --ceiling
-STEP_TAIL=40 bench bench-logprobs 60 logprobs --repeat 2 --calls 30 --ceiling \
-  --shape 256x151936x21:top --shape 256x151936x21:random --shape 32x128256x21:random \
-  --shape 1x32000x21:random
-STEP_TAIL=40 bench bench-sample-logits 60 sample-logits --repeat 2 --calls 30 --ceiling
-STEP_TAIL=40 bench bench-rejection 60 rejection --repeat 2 --calls 30 --ceiling \
-  --shape 256x4x151936 --shape 32x4x128256 --shape 1x4x32000
+STEP_TAIL=30 bench top-p 150 sample-logits --repeat 2 --calls 10 \
+  --kernel triton-sample-logits --shape 256x151936:flat-top-p --shape 256x151936:top-p \
+  --launch fallback_unroll=4,8 --launch fallback_warps=8,16
+step sass 60 python3 benchmarks/sass_histogram.py _fallback_race
+step check 200 sampling-harness check sample-logits --budget standard --device cuda \
+  --report-dir "$out/check"
 pack
