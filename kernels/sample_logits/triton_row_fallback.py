@@ -41,7 +41,7 @@ from sampling_harness.kernels.sample_logits.triton_row_tiles import (
     KEY_NEG_INF,
     KEY_POS_INF,
     WAYS,
-    four_tiles,
+    fold_tiles,
     pick,
     probes,
     row_tile,
@@ -57,36 +57,11 @@ from sampling_harness.kernels.split_scratch import (
 
 
 @triton.jit
-def add_reached(reached, x, inside, probe):
-    """reached [R, WAYS, SEARCH] += (key >= probe) of a tile x [R, SEARCH] (int32)."""
+def add_reached(reached, x, inside, probe, kth, t, z_top):
+    """reached [R, WAYS, SEARCH] += (key >= probe) of a tile x [R, SEARCH] (int32; a
+    ``fold_tiles`` fold: kth, t and z_top unused)."""
     reach = inside[:, None, :] & (ordered(x)[:, None, :] >= probe.to(tl.int32)[:, :, None])
     return reached + reach.to(tl.int32)
-
-
-@triton.jit
-def reached_by(reached, logits_ptr, rows64, ok, stride, V, start, probe, SEARCH: tl.constexpr,
-               UNROLL: tl.constexpr):
-    """``add_reached`` of the UNROLL (1, 4 or 8) tiles from ``start``, all read before the
-    first is counted: UNROLL tiles of loads in flight, not one."""
-    if UNROLL == 1:
-        x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
-        reached = add_reached(reached, x, inside, probe)
-    else:
-        x0, in0, x1, in1, x2, in2, x3, in3 = four_tiles(logits_ptr, rows64, ok, stride, V,
-                                                        start, SEARCH)
-        if UNROLL == 8:
-            x4, in4, x5, in5, x6, in6, x7, in7 = four_tiles(logits_ptr, rows64, ok, stride, V,
-                                                            start + 4 * SEARCH, SEARCH)
-        reached = add_reached(reached, x0, in0, probe)
-        reached = add_reached(reached, x1, in1, probe)
-        reached = add_reached(reached, x2, in2, probe)
-        reached = add_reached(reached, x3, in3, probe)
-        if UNROLL == 8:
-            reached = add_reached(reached, x4, in4, probe)
-            reached = add_reached(reached, x5, in5, probe)
-            reached = add_reached(reached, x6, in6, probe)
-            reached = add_reached(reached, x7, in7, probe)
-    return reached
 
 
 @triton.jit
@@ -100,8 +75,8 @@ def row_kth_key(logits_ptr, rows64, ok, stride, V, n, SEARCH: tl.constexpr,
         probe = probes(lo, hi, 1)
         reached = tl.zeros([n.shape[0], WAYS, SEARCH], tl.int32)   # summed once per pass
         for start in range(0, V, SEARCH * UNROLL):
-            reached = reached_by(reached, logits_ptr, rows64, ok, stride, V, start, probe,
-                                 SEARCH, UNROLL)
+            reached = fold_tiles(reached, add_reached, logits_ptr, rows64, ok, stride, V,
+                                 start, probe, n, n, n, SEARCH, UNROLL)
         count = tl.sum(reached, axis=2)
         m = tl.sum((count >= n[:, None]).to(tl.int32), axis=1)     # probes 0 .. m - 1 reach n
         open_ = lo < hi

@@ -38,6 +38,34 @@ def four_tiles(logits_ptr, rows64, ok, stride, V, start, SEARCH: tl.constexpr):
 
 
 @triton.jit
+def fold_tiles(acc, FOLD: tl.constexpr, logits_ptr, rows64, ok, stride, V, start, probe, kth,
+               t, z_top, SEARCH: tl.constexpr, UNROLL: tl.constexpr):
+    """acc = FOLD(acc, x, inside, probe, kth, t, z_top) over the UNROLL (1, 4 or 8) tiles of
+    SEARCH columns from ``start``, all read before the first is folded (UNROLL tiles of
+    loads in flight, not one), folded in column order (a search pass: the same sums as one
+    tile a step)."""
+    if UNROLL == 1:
+        x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
+        acc = FOLD(acc, x, inside, probe, kth, t, z_top)
+    else:
+        x0, in0, x1, in1, x2, in2, x3, in3 = four_tiles(logits_ptr, rows64, ok, stride, V,
+                                                        start, SEARCH)
+        if UNROLL == 8:
+            x4, in4, x5, in5, x6, in6, x7, in7 = four_tiles(logits_ptr, rows64, ok, stride, V,
+                                                            start + 4 * SEARCH, SEARCH)
+        acc = FOLD(acc, x0, in0, probe, kth, t, z_top)
+        acc = FOLD(acc, x1, in1, probe, kth, t, z_top)
+        acc = FOLD(acc, x2, in2, probe, kth, t, z_top)
+        acc = FOLD(acc, x3, in3, probe, kth, t, z_top)
+        if UNROLL == 8:
+            acc = FOLD(acc, x4, in4, probe, kth, t, z_top)
+            acc = FOLD(acc, x5, in5, probe, kth, t, z_top)
+            acc = FOLD(acc, x6, in6, probe, kth, t, z_top)
+            acc = FOLD(acc, x7, in7, probe, kth, t, z_top)
+    return acc
+
+
+@triton.jit
 def probes(lo, hi, FIRST: tl.constexpr):
     """[R, WAYS] keys lo + (j + FIRST) d, j = 0 .. WAYS - 1, d = (hi - lo) // (WAYS + 1) + 1,
     capped at hi: a pass evaluates all of them, so it narrows [lo, hi] to at most d keys."""

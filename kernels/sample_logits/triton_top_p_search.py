@@ -33,6 +33,7 @@ import triton.language as tl
 
 from sampling_harness.kernels.sample_logits.triton_row_tiles import (
     WAYS,
+    fold_tiles,
     four_tiles,
     pick,
     probes,
@@ -57,39 +58,13 @@ def kept_weights(x, inside, kth, t, z_top):
 
 
 @triton.jit
-def add_mass_over(over_mass, x, inside, kth, t, z_top, probe):
+def add_mass_over(over_mass, x, inside, probe, kth, t, z_top):
     """over_mass [R, WAYS, SEARCH] += the kept weights of a tile x [R, SEARCH] whose keys are
-    above each probe (float64; each slot adds its columns in column order)."""
+    above each probe (float64; each slot adds its columns in column order; a
+    ``fold_tiles`` fold)."""
     w = kept_weights(x, inside, kth, t, z_top)
     over = ordered(x)[:, None, :] > probe.to(tl.int32)[:, :, None]
     return over_mass + tl.where(over, w[:, None, :], 0.0)
-
-
-@triton.jit
-def mass_over(over_mass, logits_ptr, rows64, ok, stride, V, start, kth, t, z_top, probe,
-              SEARCH: tl.constexpr, UNROLL: tl.constexpr):
-    """``add_mass_over`` of the UNROLL (1, 4 or 8) tiles from ``start``, all read before the
-    first is added: UNROLL tiles of loads in flight, the sums in the order of one tile a
-    step."""
-    if UNROLL == 1:
-        x, _, inside = row_tile(logits_ptr, rows64, ok, stride, V, start, SEARCH)
-        over_mass = add_mass_over(over_mass, x, inside, kth, t, z_top, probe)
-    else:
-        x0, in0, x1, in1, x2, in2, x3, in3 = four_tiles(logits_ptr, rows64, ok, stride, V,
-                                                        start, SEARCH)
-        if UNROLL == 8:
-            x4, in4, x5, in5, x6, in6, x7, in7 = four_tiles(logits_ptr, rows64, ok, stride, V,
-                                                            start + 4 * SEARCH, SEARCH)
-        over_mass = add_mass_over(over_mass, x0, in0, kth, t, z_top, probe)
-        over_mass = add_mass_over(over_mass, x1, in1, kth, t, z_top, probe)
-        over_mass = add_mass_over(over_mass, x2, in2, kth, t, z_top, probe)
-        over_mass = add_mass_over(over_mass, x3, in3, kth, t, z_top, probe)
-        if UNROLL == 8:
-            over_mass = add_mass_over(over_mass, x4, in4, kth, t, z_top, probe)
-            over_mass = add_mass_over(over_mass, x5, in5, kth, t, z_top, probe)
-            over_mass = add_mass_over(over_mass, x6, in6, kth, t, z_top, probe)
-            over_mass = add_mass_over(over_mass, x7, in7, kth, t, z_top, probe)
-    return over_mass
 
 
 @triton.jit
@@ -211,12 +186,14 @@ def row_top_p_key(logits_ptr, cand_ptr, rows64, ok, stride, V, kth, t, top_p, ma
             over_mass = tl.zeros([kth.shape[0], WAYS, SEARCH], tl.float64)  # summed once a pass
             if copied > 0:
                 for start in range(0, CAP, SEARCH * UNROLL):
-                    over_mass = mass_over(over_mass, cand_ptr, rows64, open_, CAP, n[:, None],
-                                          start, kth, t, z_top, probe, SEARCH, UNROLL)
+                    over_mass = fold_tiles(over_mass, add_mass_over, cand_ptr, rows64, open_,
+                                           CAP, n[:, None], start, probe, kth, t, z_top,
+                                           SEARCH, UNROLL)
             else:
                 for start in range(0, V, SEARCH * UNROLL):
-                    over_mass = mass_over(over_mass, logits_ptr, rows64, ok, stride, V, start,
-                                          kth, t, z_top, probe, SEARCH, UNROLL)
+                    over_mass = fold_tiles(over_mass, add_mass_over, logits_ptr, rows64, ok,
+                                           stride, V, start, probe, kth, t, z_top, SEARCH,
+                                           UNROLL)
             above = base[:, None] + tl.sum(over_mass, axis=2)
             f = WAYS - tl.sum((above < bound[:, None]).to(tl.int32), axis=1)  # first below
             lower, upper = f > 0, f < WAYS
