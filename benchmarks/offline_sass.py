@@ -41,8 +41,7 @@ def presets() -> dict:
     logprobs = ({**ptr, "B": "i32", "V": "i32", "K": "i32", "stride": "i32", "CHUNK": "i32",
                  "prune_limit": "i32"},
                 dict(logprobs=1, processed=0, BLOCK_R=1, BLOCK=512, LANES=32, KP=32, G1=16,
-                     G2=4, G3=1, STAGES=4, SEARCH=1, NW=8, FLUSH=15),
-                [*ptr, "stride", "CHUNK"], 1)
+                     G2=4, G3=1, STAGES=4), [*ptr, "stride", "CHUNK"], 1)
     fptr = {"logits_ptr": "*fp32", "temp_ptr": "*fp32", "topk_ptr": "*i64",
             "topp_ptr": "*fp32", "unresolved_ptr": "*i8", "ids_ptr": "*i64",
             "best_ptr": "*fp32", "part_ptr": "*i64", "tickets_ptr": "*i32",

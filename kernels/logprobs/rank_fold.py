@@ -6,8 +6,8 @@ The ranks are counts of entries >= each requested key, kept per lane and group o
 keys as float32 (a compare-select, the add on the FMA pipe: exact below 2^24 a lane). The
 sum-exp is kept per element: one exponential e^-|z - m| an element that also rescales.
 (Int32 counts, of 0/1 or of compare masks, and a per-thread sum-exp were measured no faster
-on an H100: docs/measurements/bench.md, 2026-11-26.) The unpruned blocks can count by a
-search among the sorted keys instead (rank_search.py).
+on an H100: docs/measurements/bench.md, 2026-11-26.) (A search among the sorted keys for
+the unpruned blocks, tried in issue 38, did not compile on triton 3.6 and was removed.)
 """
 
 import triton
@@ -81,21 +81,6 @@ def online_lse(z, m, s):
 
 
 @triton.jit
-def fold_lse(x, m, s, cutoff, t, logprobs, processed):
-    """(m, s, key): a whole block x [R, 1, BLOCK] folded into the per-element max and
-    sum-exp (``fold``'s, for the search's loop), and its count keys (-inf below the cut)."""
-    key = x.to(tl.float32)
-    if processed:
-        key = tl.where(key >= cutoff[:, None, None], key, float("-inf"))
-    if logprobs:
-        z = key
-        if processed:
-            z = key / t[:, None, None]
-        m, s = online_lse(z, m, s)
-    return m, s, key
-
-
-@triton.jit
 def needed(bm, least):
     """Whether any row's block max reaches a group's smallest key (NaN: needed)."""
     return tl.max(tl.where(bm < least, 0, 1)) > 0
@@ -139,10 +124,11 @@ def fold(x, ok, m, s, counts, keys, least, cutoff, t, logprobs, processed,
 
 
 @triton.jit
-def store_group(counts_ptr, total, rows, row_ok, split, B, W: tl.constexpr,
+def store_group(counts_ptr, count, rows, row_ok, split, B, W: tl.constexpr,
                 FIRST: tl.constexpr):
-    """The counts [R, G] of window positions FIRST .. of one split."""
-    at = FIRST + tl.arange(0, total.shape[1])
+    """The counts of window positions FIRST .. of one split (the group's lane counts)."""
+    at = FIRST + tl.arange(0, count.shape[1])
+    total = tl.sum(count, axis=2).to(tl.int32)
     tl.store(counts_ptr + (split * B + rows.to(tl.int64))[:, None] * W + at[None, :],
              total, mask=row_ok[:, None])
 

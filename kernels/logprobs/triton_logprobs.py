@@ -62,21 +62,11 @@ import triton.language as tl
 from sampling_harness.kernels.logprobs.rank_fold import (
     LOWEST,
     fold,
-    fold_lse,
     merged_lse,
     slot_order,
     sorted_keys,
     store_group,
     zero_counts,
-)
-from sampling_harness.kernels.logprobs.rank_search import (
-    add_bins,
-    ascending_keys,
-    counter_words,
-    empty_words,
-    flush_every,
-    search_bins,
-    searched_counts,
 )
 from sampling_harness.kernels.logprobs.torch_logprobs import kept_entries
 from sampling_harness.kernels.split_scratch import (
@@ -96,8 +86,7 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
                      processed, BLOCK_R: tl.constexpr,
                      BLOCK: tl.constexpr, LANES: tl.constexpr, KP: tl.constexpr,
                      G1: tl.constexpr, G2: tl.constexpr, G3: tl.constexpr,
-                     STAGES: tl.constexpr, SEARCH: tl.constexpr, NW: tl.constexpr,
-                     FLUSH: tl.constexpr):
+                     STAGES: tl.constexpr):
     """Program (r, p): rows r BLOCK_R .. + BLOCK_R - 1, columns [p CHUNK, (p + 1) CHUNK);
     the groups G1, G2, G3 take the last W = G1 + G2 + G3 of KP sorted positions (K <= W).
     Memory traffic: the logits read once (4 or 2 B V per row); per split the ids and their
@@ -135,27 +124,11 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
     if processed:                  # entries at or above group 1's smallest key
         first = tl.where(first >= cutoff[:, None, None], first, float("-inf"))
     prune = tl.sum(tl.where(first >= least[0][:, :, None], 1, 0)) <= prune_limit
-    binned = tl.zeros([BLOCK_R, 4 * NW], tl.int32)   # the search's bin totals
     if prune:                      # two loops, no branch per block, each pipelined by Triton
         for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
             xb = tl.load(row_ptr + start + cols, mask=row_ok3)   # whole blocks, unmasked
             m, s, counts = fold(xb, row_ok3, m, s, counts, keys, least, cutoff, t, logprobs,
                                 processed, LANES, False, True)
-    elif SEARCH:                   # a search among the sorted keys an element, packed bins
-        asc = ascending_keys(ck, pos, KP)
-        words = tl.zeros([BLOCK_R, NW, LANES], tl.int32)
-        hist = tl.zeros([BLOCK_R, 4 * NW, LANES], tl.int32)
-        held = tl.full([], 0, tl.int32)            # blocks in the words since emptied
-        for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
-            xb = tl.load(row_ptr + start + cols, mask=row_ok3)
-            m, s, xk = fold_lse(xb, m, s, cutoff, t, logprobs, processed)
-            words = add_bins(words, search_bins(xk, asc, KP), LANES)
-            held += 1
-            if held == FLUSH:
-                hist, words = empty_words(hist, words)
-                held = tl.full([], 0, tl.int32)
-        hist, words = empty_words(hist, words)
-        binned = tl.sum(hist, axis=2)
     else:
         for start in tl.range(lo, full_end, BLOCK, num_stages=STAGES):
             xb = tl.load(row_ptr + start + cols, mask=row_ok3)
@@ -174,16 +147,9 @@ def _logprobs_kernel(logits_ptr, ids_ptr, cutoff_ptr, temp_ptr, tickets_ptr, cou
         at = split * B + rows[:, None]
         tl.store(ms_ptr + at, m_all, mask=row_ok[:, None])
         tl.store(ms_ptr + splits * B + at, s_all, mask=row_ok[:, None])
-    c1 = tl.sum(counts[0], axis=2).to(tl.int32)
-    c2 = tl.sum(counts[1], axis=2).to(tl.int32)
-    c3 = tl.sum(counts[2], axis=2).to(tl.int32)
-    if SEARCH:                                     # binned: zeros unless searched
-        c1 += searched_counts(binned, 0, G1, W)
-        c2 += searched_counts(binned, G1, G2, W)
-        c3 += searched_counts(binned, G1 + G2, G3, W)
-    store_group(counts_ptr, c1, rows, row_ok, split, B, W, 0)
-    store_group(counts_ptr, c2, rows, row_ok, split, B, W, G1)
-    store_group(counts_ptr, c3, rows, row_ok, split, B, W, G1 + G2)
+    store_group(counts_ptr, counts[0], rows, row_ok, split, B, W, 0)
+    store_group(counts_ptr, counts[1], rows, row_ok, split, B, W, G1)
+    store_group(counts_ptr, counts[2], rows, row_ok, split, B, W, G1 + G2)
 
     tl.debug_barrier()                             # all threads' stores before the release
     ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)         # acq_rel, gpu scope
@@ -217,8 +183,6 @@ class Launch:
     prune_limit: int | None = None   # the rule's limit (None: group 1's size, per row; -1:
     # never prune; a large number: always)
     maxnreg: int | None = None   # a GPU's registers a thread at most (None: the compiler's)
-    search: int = 1              # unpruned blocks: 1 a search among the sorted keys and
-    # packed bins an element (rank_search.py), 0 a compare per key (rank_fold.py)
 
 
 @dataclass(frozen=True)
@@ -262,7 +226,7 @@ def launch_for(batch: int, vocab: int, slots: int, device: torch.device, gpu: La
     tile = next_power_of_2(sum(id_groups(slots))) * block
     return Launch(block=block, warps=4, rows=max(1, min(next_power_of_2(batch),
                                                         CPU_TILE // tile)),
-                  prune_limit=gpu.prune_limit, search=gpu.search)
+                  prune_limit=gpu.prune_limit)
 
 
 def split_columns(vocab: int, block: int, wanted: int) -> tuple[int, int]:
@@ -284,10 +248,7 @@ def plan_for(batch: int, vocab: int, slots: int, launch: Launch) -> Plan:
                 chunk=chunk, limit=limit, partials=splits * batch * (width + 2),
                 constexprs=dict(BLOCK_R=launch.rows, BLOCK=launch.block, LANES=lanes,
                                 KP=next_power_of_2(width), G1=g1, G2=g2, G3=g3,
-                                STAGES=launch.stages, SEARCH=launch.search,
-                                NW=counter_words(next_power_of_2(width)),
-                                FLUSH=flush_every(launch.block, lanes) if launch.search else 1,
-                                num_warps=launch.warps,
+                                STAGES=launch.stages, num_warps=launch.warps,
                                 **({"maxnreg": launch.maxnreg} if launch.maxnreg else {})))
 
 
@@ -351,23 +312,22 @@ def logprobs_triton(logits: torch.Tensor, token_ids: torch.Tensor, mode: str,
                     temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor, *,
                     block: int = GPU.block, warps: int = GPU.warps, stages: int = GPU.stages,
                     programs_per_sm: int = GPU_PROGRAMS_PER_SM,
-                    prune_limit: int | None = GPU.prune_limit, maxnreg: int | None = GPU.maxnreg,
-                    search: int = GPU.search) -> tuple[torch.Tensor, torch.Tensor]:
+                    prune_limit: int | None = GPU.prune_limit, maxnreg: int | None = GPU.maxnreg
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
     """Family ``logprobs``: (values float32 [B, K], -inf at padding; ranks int64 [B, K]).
     Launch settings (keywords, ``bench --launch``): on a GPU the ``block`` width, ``warps``,
     the loops' ``stages`` and ``programs_per_sm`` (the split; the interpreter takes its own
-    blocks) and the register cap ``maxnreg``; on both the ``prune_limit`` and ``search``
-    (how unpruned blocks count: ``Launch``). The
+    blocks) and the register cap ``maxnreg``; on both the ``prune_limit`` (``Launch``). The
     plan of each (B, V, K, device, settings) is held, so an eager call's host work is a
     dictionary lookup and ``run_plan``."""
     (batch, vocab), slots = logits.shape, token_ids.shape[1]
     device = logits.device
     key = (batch, vocab, slots, device, block, warps, stages, programs_per_sm, prune_limit,
-           maxnreg, search)
+           maxnreg)
     plan = _PLANS.get(key)
     if plan is None and batch and slots:
         gpu = Launch(block=block, warps=warps, stages=stages, prune_limit=prune_limit,
-                     maxnreg=maxnreg, search=search)
+                     maxnreg=maxnreg)
         plan = plan_for(batch, vocab, slots,
                         launch_for(batch, vocab, slots, device, gpu, programs_per_sm))
         if len(_PLANS) >= PLANS_HELD:
