@@ -141,3 +141,26 @@ def test_the_search_finds_the_sorts_threshold_copied_or_not(monkeypatch, copy_wh
         assert seen and seen[0].max() <= search.CAP and seen[0].max() > 100, seen
     else:
         assert seen and seen[0].max() > search.CAP, seen
+
+
+def test_wide_rows_are_copied_after_the_value_passes(monkeypatch):
+    """A flat row of 151936 at top-p 0.99 (the bench's flat-top-p): the range fits the
+    scratch after two search passes over the row, spaced by value from the row's least
+    value (what makes the copy pay; from the tail bound, three; by key, more;
+    benchmarks/top_p_passes.py counts them), and c is the sort's."""
+    import sampling_harness.kernels.sample_logits.triton_top_p_search as search
+    seen, passes, probes = copies_seen(monkeypatch), [], search.probes
+
+    def counted(*args):
+        passes.append(len(seen))                 # copies made before this pass
+        return probes(*args)
+
+    monkeypatch.setattr(search, "probes", counted)
+    x = torch.randn(1, 151936, generator=torch.Generator().manual_seed(0)) * 0.1
+    out = torch.zeros(1, dtype=torch.int32)
+    _top_p_keys[(1,)](x, torch.zeros(search.CAP), torch.tensor([-2139095041], dtype=torch.int32),
+                      torch.tensor([1.0]), torch.tensor([0.99]), out, 1, 151936, 1,
+                      BLOCK_R=1, BLOCK=4096)
+    assert len(seen) == 1 and 100 < seen[0].max() <= search.CAP, seen
+    assert passes.count(0) <= 2, passes
+    assert out.item() == top_p_key(x[0].numpy(), -2139095041, 1.0, 0.99)

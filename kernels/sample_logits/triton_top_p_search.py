@@ -23,9 +23,11 @@ finds it, [lo, hi] holding c throughout, each pass the masses above WAYS probes:
 The masses over the scratch row are sums in column order too, of the same float32 weights:
 the same float64 sums, but for the order in which the range's mass and the rest are added.
 
-Memory traffic per row: the row read 3 + (passes until the range holds CAP) + 1 (the copy)
-times, from L2 where it fits; then 4 CAP bytes a pass (L2). Flat rows of 151936 (top-p
-0.99): 2 value passes, then the copy (docs/measurements/bench.md).
+Memory traffic per row: the row read 2 + (search passes until the range holds CAP) + 1
+(the copy) times, from L2 where it fits; then 4 CAP bytes a pass (L2). Rows of 151936 like
+the bench's (N(0, 0.01) at top-p 0.99, N(0, 4) at T 0.8 and top-p 0.9): 2 search passes
+over the row, 592 and 1559 entries copied, 7 passes over the copy
+(benchmarks/top_p_passes.py).
 """
 
 import triton
