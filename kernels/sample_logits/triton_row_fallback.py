@@ -210,7 +210,8 @@ def fallback_race(logits, temperature, top_k, top_p, unresolved, ids, seed, *,
                   regs: int = GPU_REGS) -> None:
     """Write the ids of the rows ``unresolved`` (int8 [B]) flags into ``ids`` (int64 [B]):
     one launch over every row, whatever the flags say (no synchronisation). The keywords:
-    launch settings on a GPU (``fallback_launch``)."""
+    launch settings on a GPU (``fallback_launch``; ``regs`` caps a thread's registers, 0 the
+    compiler's count)."""
     batch, vocab = logits.shape
     device = logits.device
     block_r, block, search, splits, warps, unroll = fallback_launch(
