@@ -7,11 +7,8 @@
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/gpu/steps.sh call38h
-STEP_TAIL=40 bench top-p 120 sample-logits --repeat 2 --calls 10 \
-  --kernel triton-sample-logits --shape 256x151936:flat-top-p --shape 256x151936:top-p \
-  --launch fallback_regs=0,128
-STEP_TAIL=20 bench sort-path 60 sample-logits --repeat 2 --calls 5 \
-  --kernel torch-sample-logits --shape 256x151936:flat-top-p --shape 256x151936:top-p
+STEP_TAIL=40 bench_top_p top-p 120 --kernel triton-sample-logits --launch fallback_regs=0,128
+STEP_TAIL=20 bench_top_p sort-path 60 --kernel torch-sample-logits --calls 5
 STEP_TAIL=30 bench bench-sample-logits 60 sample-logits --repeat 2 --calls 30 --ceiling \
   --kernel triton-sample-logits
 STEP_TAIL=15 step gpu-tests 150 python3 -m pytest -q -x tests/test_sample_logits_kernels.py

@@ -10,14 +10,7 @@ source scripts/gpu/steps.sh call38m
 STEP_TAIL=12 step check-sample-logits 220 sampling-harness check sample-logits \
   --budget standard --device cuda --report-dir "$out/check-sample-logits"
 pack
-STEP_TAIL=20 bench top-p 90 sample-logits --repeat 2 --calls 10 \
-  --shape 256x151936:flat-top-p --shape 256x151936:top-p
+STEP_TAIL=20 bench_top_p top-p 90
 pack
-STEP_TAIL=40 bench bench-sample 45 sample --repeat 2 --calls 30 --ceiling
-STEP_TAIL=40 bench bench-logprobs 60 logprobs --repeat 2 --calls 30 --ceiling \
-  --shape 256x151936x21:top --shape 256x151936x21:random --shape 32x128256x21:random \
-  --shape 1x32000x21:random
-STEP_TAIL=40 bench bench-sample-logits 60 sample-logits --repeat 2 --calls 30 --ceiling
-STEP_TAIL=40 bench bench-rejection 60 rejection --repeat 2 --calls 30 --ceiling \
-  --shape 256x4x151936 --shape 32x4x128256 --shape 1x4x32000
+issue_tables
 pack

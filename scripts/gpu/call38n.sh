@@ -9,8 +9,7 @@ source scripts/gpu/steps.sh call38n
 STEP_TAIL=30 step check-all 420 sampling-harness check all --budget standard --device cuda \
   --report-dir "$out/check-all"
 pack
-STEP_TAIL=20 bench top-p 60 sample-logits --repeat 2 --calls 10 \
-  --kernel triton-sample-logits --shape 256x151936:flat-top-p --shape 256x151936:top-p
+STEP_TAIL=20 bench_top_p top-p 60 --kernel triton-sample-logits
 STEP_TAIL=15 step gpu-tests 100 python3 -m pytest -q tests/test_sample_logits_kernels.py \
   -k "cuda_graph or split or tiles_ahead or top_p_alone"
 pack

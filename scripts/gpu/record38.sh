@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Issue 38: the shipped precompile list after the sample-logits kernels changed (their 44
-# listed variants went stale: new constexprs PDL, PREFETCH, UNROLL). Cold runs of `check
+# Issue 38: the shipped precompile list after the sample-logits kernels change (first when
+# new constexprs PDL, PREFETCH, UNROLL left their 44 listed variants stale; again, as run
+# record38b, when `_fallback_race` took the top-p scratch). Cold runs of `check
 # sample-logits` at quick and standard, each on an empty Triton cache, with the compile
 # census hook; their entries replace sample-logits' in harness/scale/compile_variants.json
 # (the other families' entries kept, in place). The new list and the logs come back in
-# $OUT.
+# $OUT. Usage: bash scripts/gpu/record38.sh [RUN] (default record38: the logs' name).
 set -u
 cd "$(dirname "$0")/../.."
-source scripts/gpu/steps.sh record38
+source scripts/gpu/steps.sh "${1:-record38}"
 for budget in quick standard; do
   rm -rf "/tmp/tc-$budget"
   STEP_TAIL=8 step "check-$budget" 240 env TRITON_CACHE_DIR="/tmp/tc-$budget" \

@@ -5,7 +5,8 @@
 # the time left before the deadline), its log in $out/NAME.log, its last $STEP_TAIL lines
 # (default 80) printed, then its exit code and seconds. `bench NAME MAX FAMILY ARGS...` is
 # a step of `sampling-harness bench FAMILY` on the GPU with CUDA-graph replay, its reports in
-# $out/NAME; `pack` archives $out into $OUT/RUN.tgz (a device call brings back at most 8
+# $out/NAME; `bench_top_p NAME MAX ARGS...` benches the two top-p-alone shapes,
+# `issue_tables` issue 38's tables; `pack` archives $out into $OUT/RUN.tgz (a device call brings back at most 8
 # files); `mutate_left KERNELS...` runs scripts/gpu/mutate.sh in what is left. With RUN, the
 # checkout's commit is printed first.
 if [ -n "${1:-}" ]; then
@@ -33,6 +34,22 @@ bench() {  # NAME MAX FAMILY ARGS...
 }
 pack() {  # $out as $OUT/RUN.tgz
   tar -czf "$OUT/$run.tgz" -C /tmp "$run"
+}
+bench_top_p() {  # NAME MAX ARGS...: sample-logits' top-p-alone shapes (flat-top-p, top-p at
+  # 256 x 151936), `--repeat 2 --calls 10`
+  local name=$1 most=$2; shift 2
+  bench "$name" "$most" sample-logits --repeat 2 --calls 10 \
+    --shape 256x151936:flat-top-p --shape 256x151936:top-p "$@"
+}
+issue_tables() {  # issue 38's bench tables at the defaults, one run each family
+  # (--ceiling, 2 repeats of 30 calls; the reports in $out/bench-FAMILY)
+  STEP_TAIL=40 bench bench-sample 45 sample --repeat 2 --calls 30 --ceiling
+  STEP_TAIL=40 bench bench-logprobs 60 logprobs --repeat 2 --calls 30 --ceiling \
+    --shape 256x151936x21:top --shape 256x151936x21:random --shape 32x128256x21:random \
+    --shape 1x32000x21:random
+  STEP_TAIL=40 bench bench-sample-logits 60 sample-logits --repeat 2 --calls 30 --ceiling
+  STEP_TAIL=40 bench bench-rejection 60 rejection --repeat 2 --calls 30 --ceiling \
+    --shape 256x4x151936 --shape 32x4x128256 --shape 1x4x32000
 }
 mutate_left() {  # KERNELS...: `mutate` at quick (N mutants, default 12) in what is left of
   # the deadline, less 15 s for the caller's archive; nothing when under a minute is left
