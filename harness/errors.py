@@ -15,3 +15,14 @@ class HarnessError(Exception):
 
 class KernelFailure(Exception):
     """The kernel broke its contract during a call; the check that made the call fails."""
+
+
+class KernelFault(KernelFailure):
+    """The kernel faulted: a sticky CUDA error (its process's CUDA context is lost) or a call
+    that never returned. Its check fails with "kernel fault: ..." and, in an isolated run,
+    the worker that ran it is replaced (``sampling_harness.run.faults``). ``memcheck``: a bad
+    memory access, which compute-sanitizer's memcheck locates."""
+
+    def __init__(self, message: str, memcheck: bool = False):
+        super().__init__(message)
+        self.memcheck = memcheck

@@ -148,6 +148,10 @@ OPTIONS: tuple[Option, ...] = (     # in the order of ``sampling-harness check -
            "(Triton's compilation and the host's work run in parallel; default for check all "
            "on a GPU: half the CPU cores, at most 8); see docs/scale-out.md",
            type=positive(int), metavar="W"),
+    Option("--isolation", "isolation", "worker: the checks run in pytest-xdist worker "
+           "processes, so a kernel that crashes, asserts or hangs fails its check and a fresh "
+           "worker runs the rest; none: in this process (for a debugger; a fault ends the run)",
+           default="worker", choices=("worker", "none")),
     Option("--memory-budget", "memory_budget", "memory one check's kernel calls may use, e.g. "
            "512MiB or 4GiB: checks stream their draws in calls sized to it, and a call that "
            "cannot fit fails with its bytes (default: on a GPU 80%% of its free memory at the "

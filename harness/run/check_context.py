@@ -18,11 +18,12 @@ import time
 import pytest
 import torch
 
-from sampling_harness.errors import KernelFailure
+from sampling_harness.errors import KernelFailure, KernelFault
 from sampling_harness.families import FAMILIES, declaring_files
 from sampling_harness.families.loader import Kernel
 from sampling_harness.families.registry import expectation
 from sampling_harness.options import plugin_args, reproduce_command
+from sampling_harness.run import faults
 from sampling_harness.run.progress import CheckProgress
 from sampling_harness.run.runner import OutOfMemoryFailure, Runner
 from sampling_harness.run.sanitize import run_under_tool
@@ -160,11 +161,19 @@ class CheckContext:
         started = time.perf_counter()
         if self.sanitize:
             check_fn = CheckContext.sanitized
+        faults.checking(self._verdict(Outcome(passed=False, message="", alpha=self.alpha),
+                                      "fail", 0.0).to_dict(), self.state.statistical_checks)
         self._progress = CheckProgress(self.config, f"{self.kernel.name} / {self.name}")
         self.runner.on_draws = self._progress.update
         try:
             outcome = self._attempts(check_fn)
             state = "pass" if outcome.passed else "fail"
+        except KernelFault as exc:
+            locate = f"; locate the access: {self.reproduce()} --sanitize memcheck" \
+                if exc.memcheck else ""
+            outcome = Outcome(passed=False, message=f"kernel fault: {exc}{locate}",
+                              alpha=self.alpha, details={"fault": True})
+            state = "fail"
         except KernelFailure as exc:
             alone = " (alone on the GPU)" if isinstance(exc, OutOfMemoryFailure) \
                 and self.check_retries else ""

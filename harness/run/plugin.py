@@ -113,10 +113,19 @@ def activate(config) -> HarnessSession:
     config.pluginmanager.register(state, "sampling-harness-session")
     if getattr(getattr(state, "device", None), "type", None) == "cuda":
         precompile.settle_cache_keys()       # one Triton cache key per variant in every process
-    if state.controller and xdist_gpus.workers(config) > 1:   # total, order
+    if state.controller:   # total, order
         config.pluginmanager.register(xdist_gpus.Controller(state), "sampling-harness-xdist")
+        if xdist_gpus.isolating(config):     # a worker that dies: its check's verdict
+            from sampling_harness.run.crashes import Crashes
+
+            config.pluginmanager.register(Crashes(config), "sampling-harness-crashes")
     if xdist_gpus.is_worker(config):
         xdist_gpus.share_gpu_memory(config, getattr(state, "device", None))
+        folder = config.workerinput.get("sampling_harness_faults")
+        if folder is not None:               # what it does, written down before it does it
+            from sampling_harness.run import faults
+
+            faults.watch(folder, config.workerinput["workerid"])
     if state.sanitize:
         try:
             require_tool(state.sanitize, state.device)
@@ -223,9 +232,10 @@ class _Watch:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """``--harness-gpus N``: N pinned xdist workers (before xdist reads its options)."""
-    if config.getoption("harness_gpus") is not None \
-            or config.getoption("harness_workers_per_gpu") is not None:
+    """A run that selects the harness by its options runs its checks in xdist workers
+    (``--harness-isolation worker``, the default; ``--harness-gpus N``: N pinned workers),
+    set up here, before xdist reads its options."""
+    if selected(config):
         from sampling_harness.device import resolve_device
         from sampling_harness.errors import HarnessError
         from sampling_harness.scale import xdist_gpus
@@ -286,6 +296,18 @@ def pytest_runtest_setup(item):
             item.user_properties.append((xdist_gpus.LINE, (
                 f"{kernel.family} / {kernel.name} / {item.check.name}: skipped (GPU only)")))
             pytest.skip("this check runs on a GPU only")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """(A worker.) After a fault that spoiled this worker, its check's verdict goes to the
+    controller through the worker's file, and the worker exits (``run.faults``)."""
+    report = yield
+    if _is_check(item) and hasattr(item.config, "workerinput"):
+        from sampling_harness.run import faults
+
+        faults.retire_if_spoiled(item, report)
+    return report
 
 
 def pytest_report_teststatus(report, config):

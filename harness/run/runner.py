@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from sampling_harness.errors import KernelFailure
+from sampling_harness.errors import KernelFailure, KernelFault
 from sampling_harness.families import FAMILIES, Family
 from sampling_harness.families.loader import Kernel
+from sampling_harness.run import faults
 from sampling_harness.run.guard import check_guards, guarded_copy
 from sampling_harness.run.isolation import CapturedStdout, TorchState
 from sampling_harness.scale.memory import call_bytes, format_bytes
@@ -206,17 +207,23 @@ class Runner:
         started = time.perf_counter()
         before = TorchState.capture()
         thread = threading.Thread(target=call, name=f"kernel-{self.kernel.name}", daemon=True)
+        note = f"{_shape_note(inputs)}, {described(seed)}"
+        faults.calling(note, self.timeout)      # a worker's record, should the call fault
         with CapturedStdout() as printed:
             thread.start()
             thread.join(self.timeout)
         self.seconds += time.perf_counter() - started
-        self._isolate(before, printed)
         if thread.is_alive():
             fill.restore()
-            raise KernelFailure(f"call did not return within {self.timeout:g} s "
-                                f"({_shape_note(inputs)}, {described(seed)})")
+            faults.spoil("a kernel call still running")
+            raise KernelFault(f"did not return within {self.timeout:g} s ({note})")
+        faults.returned()
+        self._isolate(before, printed)
         if "error" in outcome:
             exc = outcome["error"]
+            if self.device.type == "cuda" and faults.sticky_cuda_error(exc):
+                faults.spoil("a sticky CUDA error")
+                raise KernelFault(f"{_first_line(exc)[:200]} ({note})", memcheck=True)
             failure = OutOfMemoryFailure if isinstance(exc, torch.OutOfMemoryError) \
                 else KernelFailure
             raise failure(f"raised {type(exc).__name__}: {_first_line(exc)}"[:300])

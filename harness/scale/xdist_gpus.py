@@ -110,12 +110,15 @@ def configure(config: pytest.Config, device_type: str) -> None:
     workers."""
     gpus, per_gpu = (config.getoption(name) for name in ("harness_gpus",
                                                           "harness_workers_per_gpu"))
-    if (gpus is None and per_gpu is None) or is_worker(config):
+    isolated = isolating(config)
+    if (gpus is None and per_gpu is None and not isolated) or is_worker(config):
         return
     if config.getoption("numprocesses", None) or config.getoption("tx", None):
+        if gpus is None and per_gpu is None:
+            return               # the user's own xdist workers isolate the checks already
         raise pytest.UsageError("give --harness-gpus N / --harness-workers-per-gpu W or "
                                 "xdist's -n/--tx, not both")
-    if workers(config) == 1:     # one process on the default device: nothing to spread
+    if workers(config) == 1 and not isolated:   # one process on the default device
         return
     try:
         config.option.tx = worker_specs(gpus or 1, device_type, per_gpu=per_gpu or 1)
@@ -144,6 +147,20 @@ def share_gpu_memory(config: pytest.Config, device) -> None:
     per_gpu = config.getoption("harness_workers_per_gpu") or 1
     if per_gpu > 1 and device is not None and device.type == "cuda":
         config.pluginmanager.register(SharedGpu(), "sampling-harness-shared-gpu")
+
+
+def isolating(config: pytest.Config) -> bool:
+    """The checks run in worker processes (``--isolation worker``, the default, where xdist
+    is installed; not under torchrun, whose ranks run a sharded check's collectives together,
+    nor a --collect-only run)."""
+    from sampling_harness.scale.distributed import launch_env
+
+    try:
+        launched = launch_env() is not None
+    except HarnessError:       # said as a usage error when the session starts
+        launched = True
+    return config.getoption("harness_isolation", "none") == "worker" and installed() \
+        and not launched and not config.option.collectonly
 
 
 def is_worker(config: pytest.Config) -> bool:
