@@ -17,7 +17,6 @@ from datetime import datetime
 from pathlib import Path
 
 from sampling_harness import options
-from sampling_harness.commands.stopping import sigterm_stops
 from sampling_harness.device import resolve_device, use_triton_interpreter_without_gpu
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES, declaring_files, family_names
@@ -26,6 +25,7 @@ from sampling_harness.families.registry import ROLES, default_kernels, entries
 from sampling_harness.options import positive
 from sampling_harness.report.writers import writable
 from sampling_harness.run.sanitize import require_tool
+from sampling_harness.run.stop import sigterm_stops
 from sampling_harness.scale import distributed, precompile, xdist_gpus
 
 
@@ -203,7 +203,7 @@ def _conclude(code: int, report_dir: Path, select: str | None) -> int:
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         raise HarnessError(f"no checks selected (-k {select!r})")
     unfinished = body.get("not_finished") or []
-    if verdict == "incomplete" or unfinished:
+    if verdict == "incomplete" or unfinished or code == pytest.ExitCode.INTERRUPTED:
         finished, selected = body.get("finished", 0), body.get("selected")
         of = f"{finished} of {selected}" if selected else f"{finished}"
         raise HarnessError(f"the run is INCOMPLETE: {of} checks finished (pytest exit "

@@ -144,9 +144,9 @@ def run_mutate(args, report_dir: Path) -> int:
             "workers": settings.workers, "command": command_line(args),
             "modules": found.files(), "complete": False}
     run = session.MutateRun(found, sites, settings, report_dir, meta, started)
-    from sampling_harness.commands.stopping import sigterm_stops
+    from sampling_harness.run.stop import sigterm_stops
 
-    with sigterm_stops():
+    with sigterm_stops(deferred=False):
         results = run.run(chosen, args.run_timeout, args.call_timeout)
     rate = run.final_score().rate
     if args.min_score is not None and rate is not None and 100 * rate < args.min_score:

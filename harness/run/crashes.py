@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from sampling_harness.run import faults
+from sampling_harness.run import faults, stop
 from sampling_harness.scale import xdist_gpus
 
 INPUT = "sampling_harness_faults"     # workerinput key: the run's fault folder
@@ -91,6 +91,7 @@ class Crashes:
         self.config = config
         self.folder = Path(tempfile.mkdtemp(prefix="sampling-harness-faults-"))
         self.stopped = False
+        stop.HARD_STOPS.append(self.stop_workers)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node):
@@ -147,6 +148,8 @@ class Crashes:
                     pass
 
     def pytest_unconfigure(self, config):
+        if self.stop_workers in stop.HARD_STOPS:
+            stop.HARD_STOPS.remove(self.stop_workers)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

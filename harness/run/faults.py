@@ -37,7 +37,7 @@ import re
 import time
 from pathlib import Path
 
-GRACE = 5.0               # seconds past a call's timeout before the watchdog ends the worker
+GRACE = 2.0               # seconds past a call's timeout before the watchdog ends the worker
 RETIRE_DEADLINE = 60.0    # seconds a spoiled worker may take to make its check's verdict
 RETIRED = 75              # a spoiled worker's exit status (EX_TEMPFAIL)
 STATE = "{worker}.json"   # what a worker is doing, in the run's fault folder

@@ -310,6 +310,17 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session):
+    """A stop of the run (SIGINT, SIGTERM: ``run.stop``) interrupts it here, in the loop."""
+    if _state(session.config) is None:
+        return (yield)
+    from sampling_harness.run.stop import stop_point
+
+    with stop_point():
+        return (yield)
+
+
 def pytest_report_teststatus(report, config):
     """No progress dots for checks: each prints its own line (``HarnessSession.progress``);
     other tests keep pytest's. A check's verdict or skip is not pytest's to show again
