@@ -30,8 +30,7 @@ FAULTS = {
     "segfaults": "the process was killed by SIGSEGV (Segmentation fault) in a kernel call",
     "aborts": "the process was killed by SIGABRT (Aborted) in a kernel call",
     "exits": "the process exited with status 3 in a kernel call",
-    "hangs_holding_the_interpreter_lock": "did not return within 10 s (it held the "
-                                          "interpreter lock) in a kernel call",
+    "hangs_holding_the_interpreter_lock": "did not return within 10 s in a kernel call",
 }
 STOP_TRIALS = int(os.environ.get("SAMPLING_HARNESS_STOP_TRIALS", "6"))
 

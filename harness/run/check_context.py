@@ -180,11 +180,24 @@ class CheckContext:
             outcome = Outcome(passed=False, message=f"kernel {exc}{alone}", alpha=self.alpha)
             state = "fail"
         except Exception as exc:
-            outcome = Outcome(passed=False, message=f"harness error: {type(exc).__name__}: {exc}")
-            verdict = self._settle(self._verdict(outcome, "error", time.perf_counter() - started))
-            if verdict.verdict == "error":
-                raise
-            state = None
+            if self.device.type == "cuda" and faults.sticky_cuda_error(exc):
+                # the kernel's asynchronous error, surfacing in the harness's next CUDA call:
+                # this process's CUDA context is lost (the worker is replaced after this check)
+                faults.spoil("a sticky CUDA error")
+                first = (str(exc).strip().splitlines() or [""])[0][:200]
+                outcome = Outcome(passed=False, alpha=self.alpha, details={"fault": True},
+                                  message=f"kernel fault: {first} (surfaced after a kernel "
+                                          f"call returned); locate the access: "
+                                          f"{self.reproduce()} --sanitize memcheck")
+                state = "fail"
+            else:
+                outcome = Outcome(passed=False,
+                                  message=f"harness error: {type(exc).__name__}: {exc}")
+                verdict = self._settle(self._verdict(outcome, "error",
+                                                     time.perf_counter() - started))
+                if verdict.verdict == "error":
+                    raise
+                state = None
         finally:
             self._progress.close()
         if state is not None:

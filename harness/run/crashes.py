@@ -42,7 +42,7 @@ def cause(status: int | None, traceback: str, call: dict | None, died: float) ->
     """Why a worker died, in words: the watchdog's timeout, a signal, or an exit status."""
     if call is not None and ("Timeout (" in traceback or (
             status == 1 and died - call["started"] >= call["timeout"])):
-        return f"did not return within {call['timeout']:g} s (it held the interpreter lock)"
+        return f"did not return within {call['timeout']:g} s"
     if status is not None and status < 0:
         try:
             name = signal.Signals(-status).name

@@ -218,12 +218,12 @@ class Runner:
             faults.spoil("a kernel call still running")
             raise KernelFault(f"did not return within {self.timeout:g} s ({note})")
         faults.returned()
+        exc = outcome.get("error")
+        if exc is not None and self.device.type == "cuda" and faults.sticky_cuda_error(exc):
+            faults.spoil("a sticky CUDA error")     # no CUDA call of this process works now
+            raise KernelFault(f"{_first_line(exc)[:200]} ({note})", memcheck=True)
         self._isolate(before, printed)
-        if "error" in outcome:
-            exc = outcome["error"]
-            if self.device.type == "cuda" and faults.sticky_cuda_error(exc):
-                faults.spoil("a sticky CUDA error")
-                raise KernelFault(f"{_first_line(exc)[:200]} ({note})", memcheck=True)
+        if exc is not None:
             failure = OutOfMemoryFailure if isinstance(exc, torch.OutOfMemoryError) \
                 else KernelFailure
             raise failure(f"raised {type(exc).__name__}: {_first_line(exc)}"[:300])

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Issue 50 on the GPU. `bash scripts/gpu/faults50.sh faults`: the GPU faults beside a correct
+# kernel (tests/test_faults_cuda.py), then check all --budget quick with the checks in
+# isolated workers and without (the same 8 xdist workers either way: the cost of the fault
+# machinery alone). `bash scripts/gpu/faults50.sh standard`: check all --budget standard.
+set -uo pipefail
+out=${OUT:-/tmp/out}; mkdir -p "$out"
+pip install -q --no-index --no-deps --no-build-isolation -e . > "$out/install.log" 2>&1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+git rev-parse --short HEAD >> "$out/gpu.txt"
+timed() {   # name, command...: its output, exit code and wall seconds
+    local name=$1; shift
+    local t0=$(date +%s.%N)
+    "$@" > "$out/$name.log" 2>&1; local code=$?
+    echo "$name exit $code in $(echo "$(date +%s.%N) - $t0" | bc) s" | tee -a "$out/times.txt"
+}
+case "${1:-faults}" in
+faults)
+    timed faults python -m pytest tests/test_faults_cuda.py -q -s -p no:cacheprovider
+    timed quick_worker sampling-harness check all --budget quick --device cuda \
+        --report-dir "$out/quick_worker"
+    timed quick_none sampling-harness check all --budget quick --device cuda \
+        --isolation none --report-dir "$out/quick_none"
+    ;;
+standard)
+    timed standard sampling-harness check all --budget standard --device cuda \
+        --report-dir "$out/standard"
+    ;;
+esac
+for d in quick_worker quick_none standard; do
+    [ -f "$out/$d/report.json" ] && python - "$out/$d/report.json" <<'PY' | tee -a "$out/times.txt"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(sys.argv[1].split("/")[-2], r["verdict"], len(r["checks"]), "checks", r.get("seconds"), "s",
+      sum(c["verdict"] != "pass" for c in r["checks"]), "not pass")
+PY
+done
+for d in quick_worker quick_none standard; do
+    [ -f "$out/$d/report.json" ] && cp "$out/$d/report.json" "$out/$d.json"
+    rm -rf "$out/$d"
+done
