@@ -5,30 +5,30 @@
 # machinery alone). `bash scripts/gpu/faults50.sh standard`: check all --budget standard.
 set -uo pipefail
 out=${OUT:-/tmp/out}; mkdir -p "$out"
-pip install -q --no-index --no-deps --no-build-isolation -e . > "$out/install.log" 2>&1
+source scripts/gpu-env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 git rev-parse --short HEAD >> "$out/gpu.txt"
 timed() {   # name, command...: its output, exit code and wall seconds
     local name=$1; shift
-    local t0=$(date +%s.%N)
+    local t0=$(date +%s)
     "$@" > "$out/$name.log" 2>&1; local code=$?
-    echo "$name exit $code in $(echo "$(date +%s.%N) - $t0" | bc) s" | tee -a "$out/times.txt"
+    echo "$name exit $code in $(( $(date +%s) - t0 )) s" | tee -a "$out/times.txt"
 }
 case "${1:-faults}" in
 faults)
-    timed faults python -m pytest tests/test_faults_cuda.py -q -s -p no:cacheprovider
-    timed quick_worker sampling-harness check all --budget quick --device cuda \
+    timed faults python3 -m pytest tests/test_faults_cuda.py -q -s -p no:cacheprovider
+    timed quick_worker python3 -m sampling_harness check all --budget quick --device cuda \
         --report-dir "$out/quick_worker"
-    timed quick_none sampling-harness check all --budget quick --device cuda \
+    timed quick_none python3 -m sampling_harness check all --budget quick --device cuda \
         --isolation none --report-dir "$out/quick_none"
     ;;
 standard)
-    timed standard sampling-harness check all --budget standard --device cuda \
+    timed standard python3 -m sampling_harness check all --budget standard --device cuda \
         --report-dir "$out/standard"
     ;;
 esac
 for d in quick_worker quick_none standard; do
-    [ -f "$out/$d/report.json" ] && python - "$out/$d/report.json" <<'PY' | tee -a "$out/times.txt"
+    [ -f "$out/$d/report.json" ] && python3 - "$out/$d/report.json" <<'PY' | tee -a "$out/times.txt"
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(sys.argv[1].split("/")[-2], r["verdict"], len(r["checks"]), "checks", r.get("seconds"), "s",
