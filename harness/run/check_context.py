@@ -141,6 +141,7 @@ class CheckContext:
         alone reaches). Out of memory alone is the kernel's failure, with the bytes it asked
         for (a call), or the harness's error (its own work). Not under torchrun: every rank
         must run a sharded check's collectives alike."""
+        faults.demand_usable()      # --isolation none, after an earlier check's fault
         share = gpu_share.for_device(self.device) if self.shard.world == 1 else None
         if share is None:
             return _unwrapped(check_fn, self)
@@ -180,10 +181,11 @@ class CheckContext:
             outcome = Outcome(passed=False, message=f"kernel {exc}{alone}", alpha=self.alpha)
             state = "fail"
         except Exception as exc:
-            if self.device.type == "cuda" and faults.sticky_cuda_error(exc):
+            if self.device.type == "cuda" and faults.sticky_cuda_error(exc) and \
+                    not isinstance(exc, faults.ProcessLost):
                 # the kernel's asynchronous error, surfacing in the harness's next CUDA call:
                 # this process's CUDA context is lost (the worker is replaced after this check)
-                faults.spoil("a sticky CUDA error")
+                faults.spoil("a sticky CUDA error", f"{self.kernel.name} / {self.name}")
                 first = (str(exc).strip().splitlines() or [""])[0][:200]
                 outcome = Outcome(passed=False, alpha=self.alpha, details={"fault": True},
                                   message=f"kernel fault: {first} (surfaced after a kernel "

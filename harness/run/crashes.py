@@ -15,6 +15,11 @@ verdict, read from the file the worker kept:
 - a check that had called its kernel but was between calls: FAIL, the same cause, said so;
 - no check, or no call yet: the harness's own error (exit 2): the kernel never ran.
 
+The watchdog: a thread that reads every worker's call file twice a second and kills (SIGKILL)
+a worker whose call is ``faults.GRACE`` seconds past its timeout (one that holds the
+interpreter lock cannot be stopped from inside), or that was spoiled ``RETIRE_DEADLINE``
+seconds ago and has not retired; its check then reads "did not return within N s".
+
 A stop (``stop_workers``) kills every worker at once: SIGKILL, since one stuck in a GPU
 kernel or native code takes no other signal, and the run's outputs then read INCOMPLETE.
 """
@@ -26,6 +31,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -36,13 +42,13 @@ from sampling_harness.scale import xdist_gpus
 
 INPUT = "sampling_harness_faults"     # workerinput key: the run's fault folder
 EXIT_WAIT = 5.0                       # seconds to wait for a dead worker's exit status
+POLL = 0.5                            # seconds between the watchdog's reads
 
 
-def cause(status: int | None, traceback: str, call: dict | None, died: float) -> str:
-    """Why a worker died, in words: the watchdog's timeout, a signal, or an exit status."""
-    if call is not None and ("Timeout (" in traceback or (
-            status == 1 and died - call["started"] >= call["timeout"])):
-        return f"did not return within {call['timeout']:g} s"
+def cause(status: int | None, traceback: str, killed: str | None) -> str:
+    """Why a worker died, in words: the watchdog's kill, a signal, or an exit status."""
+    if killed is not None:
+        return killed
     if status is not None and status < 0:
         try:
             name = signal.Signals(-status).name
@@ -60,11 +66,11 @@ def cause(status: int | None, traceback: str, call: dict | None, died: float) ->
     return "the process died (exit status unknown)"
 
 
-def fault_message(state: dict, why: str) -> str:
-    """The one-line reason of a check whose worker died (``state``: the worker's file)."""
-    verdict, call = state["check"], state.get("call")
-    where = f"in a kernel call ({call['note']})" if call is not None else (
-        f"between kernel calls, after {state.get('calls', 0)} returned (memory it corrupted, "
+def fault_message(state: dict, call: dict, why: str) -> str:
+    """The one-line reason of a check whose worker died (``state``, ``call``: its files)."""
+    verdict = state["check"]
+    where = f"in a kernel call ({call['note']})" if "note" in call else (
+        f"between kernel calls, after {call.get('calls', 0)} returned (memory it corrupted, "
         f"or a thread it left running)")
     text = f"kernel fault: {why} {where}; a fresh worker ran the remaining checks"
     if verdict.get("device", "").startswith("cuda"):
@@ -91,6 +97,10 @@ class Crashes:
         self.config = config
         self.folder = Path(tempfile.mkdtemp(prefix="sampling-harness-faults-"))
         self.stopped = False
+        self.killed: dict[str, str] = {}      # worker -> why the watchdog killed it
+        self.watchdog = threading.Thread(target=self._watch, name="sampling-harness-watchdog",
+                                         daemon=True)
+        self.watchdog.start()
         stop.HARD_STOPS.append(self.stop_workers)
 
     @pytest.hookimpl(optionalhook=True)
@@ -105,28 +115,45 @@ class Crashes:
         status = _exit_status(getattr(report, "node", None))
         died = time.time()
         state = _read_json(self.folder / faults.STATE.format(worker=worker))
+        call = _read_json(self.folder / faults.CALL.format(worker=worker))
         traceback = _read_text(self.folder / faults.TRACEBACK.format(worker=worker))
+        killed = self.killed.pop(worker, None)
+        _clear(self.folder / faults.CALL.format(worker=worker))   # the watchdog's, read
         if state.get("retired"):
             body = json.loads(state["retired"])
             _carry(report, body, state.get("outcome", "failed"), state.get("wasxfail"))
             return
         check = state.get("check")
-        if check is None or (state.get("call") is None and not state.get("calls")):
-            why = cause(status, traceback, None, died)
+        if check is None or ("note" not in call and not call.get("calls")):
+            why = cause(status, traceback, killed)
             report.longrepr = (f"harness error: the worker running {crashitem} died before "
                                f"the kernel was called: {why}")
             return
         verdict = dict(check)
-        verdict["message"] = fault_message(state, cause(status, traceback, state.get("call"),
-                                                        died))
+        verdict["message"] = fault_message(state, call, cause(status, traceback, killed))
         verdict["duration"] = round(died - state.get("started", died), 3)
         verdict["details"] = {**verdict.get("details", {}), "fault": True,
                               "exit_status": status,
-                              "kernel_calls": state.get("calls", 0)}
+                              "kernel_calls": call.get("calls", 0)}
         as_expected = verdict.get("expected") in ("fail", "either")
         body = {"verdict": verdict, "statistical_checks": state.get("statistical_checks", 0)}
         _carry(report, body, "skipped" if as_expected else "failed",
                f"failed as stated ({verdict.get('why', '')})" if as_expected else None)
+
+    def _watch(self) -> None:
+        """(Its own thread.) Kill a worker whose call, or whose retiring, overran."""
+        while not self.stopped:
+            time.sleep(POLL)
+            for path in list(self.folder.glob("*.call")):
+                call, worker = _read_json(path), path.stem
+                if "started" not in call or worker in self.killed:
+                    continue
+                if time.time() > call["started"] + call["timeout"] + faults.GRACE:
+                    self.killed[worker] = (
+                        f"did not return within {call['timeout']:g} s" if "note" in call else
+                        f"its worker, spoiled by {call.get('spoiled')}, did not retire "
+                        f"within {call['timeout']:g} s")
+                    _kill(self.folder / faults.PID.format(worker=worker))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
@@ -137,17 +164,10 @@ class Crashes:
         """Kill every worker of the run now (a stop: the run ends within seconds)."""
         self.stopped = True
         for path in self.folder.glob("*.pid"):
-            try:
-                pid = int(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if _child_of_this_process(pid):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+            _kill(path)
 
     def pytest_unconfigure(self, config):
+        self.stopped = True
         if self.stop_workers in stop.HARD_STOPS:
             stop.HARD_STOPS.remove(self.stop_workers)
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -161,6 +181,19 @@ def _carry(report, body: dict, outcome: str, wasxfail: str | None) -> None:
     if wasxfail is not None:
         report.wasxfail = wasxfail
     report.user_properties = [(xdist_gpus.VERDICT, json.dumps(body))]
+
+
+def _kill(pid_file: Path) -> None:
+    """SIGKILL the worker whose pid the file holds, if it is still this process's child."""
+    try:
+        pid = int(pid_file.read_text())
+    except (OSError, ValueError):
+        return
+    if _child_of_this_process(pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def _child_of_this_process(pid: int) -> bool:
@@ -177,6 +210,13 @@ def _read_json(path: Path) -> dict:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
+
+
+def _clear(path: Path) -> None:
+    try:
+        path.write_text("{}")
+    except OSError:
+        pass
 
 
 def _read_text(path: Path) -> str:

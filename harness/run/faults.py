@@ -13,8 +13,10 @@ rewritten as it goes:
 
 ``faulthandler`` writes the traceback of a fatal signal (SIGSEGV, SIGABRT, SIGBUS, SIGFPE,
 SIGILL) beside it. A call that holds the interpreter lock past its timeout (native code
-that never returns) cannot be stopped by the runner's join: faulthandler's watchdog, a C
-thread that needs no lock, ends the worker ``GRACE`` seconds after the timeout.
+that never returns) cannot be stopped by the runner's join, nor by anything in its own
+process: the controller's watchdog reads the call's file and kills the worker ``GRACE``
+seconds after the timeout (``sampling_harness.run.crashes``). The call's file is two
+system calls a kernel call; arming faulthandler's own watchdog instead cost 0.6 ms a call.
 
 Some faults leave the worker alive but unusable: a sticky CUDA error (device-side assert,
 illegal or misaligned address, launch failure: the process's CUDA context is lost) or a
@@ -38,9 +40,10 @@ import time
 from pathlib import Path
 
 GRACE = 2.0               # seconds past a call's timeout before the watchdog ends the worker
-RETIRE_DEADLINE = 60.0    # seconds a spoiled worker may take to make its check's verdict
+RETIRE_DEADLINE = 30.0    # seconds a spoiled worker may take to make its check's verdict
 RETIRED = 75              # a spoiled worker's exit status (EX_TEMPFAIL)
-STATE = "{worker}.json"   # what a worker is doing, in the run's fault folder
+STATE = "{worker}.json"   # the check a worker runs, in the run's fault folder
+CALL = "{worker}.call"    # the kernel call in flight, or the count of those returned
 TRACEBACK = "{worker}.fault"   # faulthandler's output of that worker
 PID = "{worker}.pid"
 
@@ -56,54 +59,68 @@ def sticky_cuda_error(exc: BaseException) -> bool:
 
 
 class Watch:
-    """One worker's file of what it is doing (see the module's docstring)."""
+    """One worker's files of what it is doing (see the module's docstring)."""
 
     def __init__(self, folder: Path, worker: str):
         self.folder = folder
         self.worker = worker
-        self.state_path = folder / STATE.format(worker=worker)
+        self.state_fd = _open(folder / STATE.format(worker=worker))
+        self.call_fd = _open(folder / CALL.format(worker=worker))
         self.traceback = open(folder / TRACEBACK.format(worker=worker), "w")  # noqa: SIM115
         (folder / PID.format(worker=worker)).write_text(str(os.getpid()))
         self.state: dict = {"pid": os.getpid()}
+        self.calls = 0
         self.spoiled: str | None = None
-        self._write()
-
-    def _write(self) -> None:
-        temporary = self.state_path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(self.state))
-        os.replace(temporary, self.state_path)      # never half a file, whenever it dies
+        _rewrite(self.state_fd, self.state)
 
     def checking(self, verdict: dict, statistical_checks: int) -> None:
         # here, not once at the start: pytest's own faulthandler plugin writes to stderr
         faulthandler.enable(file=self.traceback, all_threads=True)
         self.state = {"pid": os.getpid(), "check": verdict, "started": time.time(),
-                      "statistical_checks": statistical_checks, "calls": 0}
-        self._write()
+                      "statistical_checks": statistical_checks}
+        self.calls = 0
+        _rewrite(self.state_fd, self.state)
+        _rewrite(self.call_fd, {"calls": 0})
 
     def calling(self, note: str, timeout: float) -> None:
-        self.state["call"] = {"note": note, "timeout": timeout, "started": time.time()}
-        self._write()
-        faulthandler.dump_traceback_later(timeout + GRACE, exit=True, file=self.traceback)
+        _rewrite(self.call_fd, {"calls": self.calls, "note": note, "timeout": timeout,
+                                "started": time.time()})
 
     def returned(self) -> None:
-        faulthandler.cancel_dump_traceback_later()
-        self.state.pop("call", None)
-        self.state["calls"] = self.state.get("calls", 0) + 1
-        self._write()
+        self.calls += 1
+        _rewrite(self.call_fd, {"calls": self.calls})
 
     def spoil(self, why: str) -> None:
-        """The worker cannot run another check; a watchdog still ends it should making this
-        check's verdict hang (a CUDA call behind a kernel that never ends)."""
+        """The worker cannot run another check; the controller's watchdog still ends it
+        should making this check's verdict hang (a CUDA call behind a kernel that never
+        ends)."""
         self.spoiled = why
-        faulthandler.dump_traceback_later(RETIRE_DEADLINE, exit=True, file=self.traceback)
+        if not self.calling_now():
+            _rewrite(self.call_fd, {"calls": self.calls, "spoiled": why,
+                                    "started": time.time(), "timeout": RETIRE_DEADLINE})
+
+    def calling_now(self) -> bool:
+        return "note" in json.loads(os.pread(self.call_fd, 1 << 16, 0) or b"{}")
 
     def retire(self, carried: str, outcome: str, wasxfail: str | None) -> None:
         """Hand the check's verdict (``xdist_gpus.pack``'s JSON) to the controller and exit."""
         self.state.update({"retired": carried, "outcome": outcome, "wasxfail": wasxfail,
                            "why": self.spoiled})
-        self._write()
+        _rewrite(self.state_fd, self.state)
         self.traceback.flush()
         os._exit(RETIRED)
+
+
+def _open(path: Path) -> int:
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+
+
+def _rewrite(fd: int, body: dict) -> None:
+    """Rewrite a small file in place: two system calls. Written before the kernel runs, so a
+    fault never finds it half written."""
+    data = json.dumps(body).encode()
+    os.pwrite(fd, data, 0)
+    os.ftruncate(fd, len(data))
 
 
 WATCH: Watch | None = None      # this process's, when it is a worker of an isolated run
@@ -135,10 +152,29 @@ def returned() -> None:
         WATCH.returned()
 
 
-def spoil(why: str) -> None:
-    """This process must run no further check: a sticky CUDA error, a call still running."""
+LOST: str | None = None         # the check after which this process may run no other
+
+
+def spoil(why: str, check: str = "") -> None:
+    """This process must run no further check: a sticky CUDA error, a call still running.
+    A worker retires; a process that cannot (``--isolation none``) runs no more checks
+    (``lost``), so no later check's kernel is blamed for it."""
+    global LOST
+    LOST = LOST or f"{why} in {check}".strip()
     if WATCH is not None:
         WATCH.spoil(why)
+
+
+class ProcessLost(Exception):
+    """(``--isolation none``.) An earlier check's fault spoiled this process: the harness
+    cannot run this check here (its error, never this check's kernel's failure)."""
+
+
+def demand_usable() -> None:
+    """Raise ``ProcessLost`` where an earlier check spoiled this process."""
+    if LOST is not None:
+        raise ProcessLost(f"not run: this process can run no more checks after {LOST}; "
+                          f"--isolation worker (the default) runs the rest in a fresh worker")
 
 
 def retire_if_spoiled(item, report) -> None:

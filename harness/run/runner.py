@@ -215,12 +215,12 @@ class Runner:
         self.seconds += time.perf_counter() - started
         if thread.is_alive():
             fill.restore()
-            faults.spoil("a kernel call still running")
+            faults.spoil("a kernel call still running", self.kernel.name)
             raise KernelFault(f"did not return within {self.timeout:g} s ({note})")
         faults.returned()
         exc = outcome.get("error")
         if exc is not None and self.device.type == "cuda" and faults.sticky_cuda_error(exc):
-            faults.spoil("a sticky CUDA error")     # no CUDA call of this process works now
+            faults.spoil("a sticky CUDA error", self.kernel.name)   # no CUDA call works now
             raise KernelFault(f"{_first_line(exc)[:200]} ({note})", memcheck=True)
         self._isolate(before, printed)
         if exc is not None:
