@@ -17,10 +17,10 @@ timed() {   # name, command...: its output, exit code and wall seconds
 case "${1:-faults}" in
 faults)
     timed faults python3 -m pytest tests/test_faults_cuda.py -q -s -p no:cacheprovider
-    timed quick_worker python3 -m sampling_harness check all --budget quick --device cuda \
-        --report-dir "$out/quick_worker"
     timed quick_none python3 -m sampling_harness check all --budget quick --device cuda \
         --isolation none --report-dir "$out/quick_none"
+    timed quick_worker python3 -m sampling_harness check all --budget quick --device cuda \
+        --report-dir "$out/quick_worker"
     ;;
 standard)
     timed standard python3 -m sampling_harness check all --budget standard --device cuda \
