@@ -22,12 +22,20 @@ faults)
     timed quick_worker python3 -m sampling_harness check all --budget quick --device cuda \
         --report-dir "$out/quick_worker"
     ;;
+quick)      # again on a warm machine (the Triton cache filled): the cost of isolation alone
+    for round in 1 2; do
+        timed quick_none$round python3 -m sampling_harness check all --budget quick \
+            --device cuda --isolation none --report-dir "$out/quick_none$round"
+        timed quick_worker$round python3 -m sampling_harness check all --budget quick \
+            --device cuda --report-dir "$out/quick_worker$round"
+    done
+    ;;
 standard)
     timed standard python3 -m sampling_harness check all --budget standard --device cuda \
         --report-dir "$out/standard"
     ;;
 esac
-for d in quick_worker quick_none standard; do
+for d in quick_worker quick_none quick_none1 quick_worker1 quick_none2 quick_worker2 standard; do
     [ -f "$out/$d/report.json" ] && python3 - "$out/$d/report.json" <<'PY' | tee -a "$out/times.txt"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -37,5 +45,5 @@ PY
 done
 for d in quick_worker quick_none standard; do
     [ -f "$out/$d/report.json" ] && cp "$out/$d/report.json" "$out/$d.json"
-    rm -rf "$out/$d"
 done
+rm -rf "$out"/quick_* "$out"/standard
