@@ -46,4 +46,4 @@ done
 for d in quick_worker quick_none standard; do
     [ -f "$out/$d/report.json" ] && cp "$out/$d/report.json" "$out/$d.json"
 done
-rm -rf "$out"/quick_* "$out"/standard
+find "$out" -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +     # 8 files come back
