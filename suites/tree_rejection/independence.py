@@ -12,6 +12,11 @@ s+1; request i+1 under s against i under s+1, and the reverse: streams keyed by 
 request overlap there), two tests against the law of an independent pair
 (harness/stats/independence.py): an exact one-sided test of excess agreement, and a
 chi-square of the 5 x 5 joint table. Alpha: the check's share over 16 tests.
+
+A returned sequence the law never makes fails the check exactly, before any statistic, as
+in ``law``: the pair tests count only the law's support. Validation lets some through: with
+drawn children a sequence never ends at the root on 0 or 1 (rejected drafts leave the
+residual on token 2 alone), yet where the tree drew (0, 0) a lone 1 is a valid row.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from sampling_harness.stats.independence import pair_tests, pairings_verdict
 from sampling_harness.stats.multiple import bonferroni
 from sampling_harness.suites.rejection.independence import pairings
 from sampling_harness.suites.tree_rejection.batches import CaseSampler, TreeCase, cells
+from sampling_harness.suites.tree_rejection.law import sequence_of
 from sampling_harness.verdict import Outcome
 
 VOCAB = 3
@@ -58,8 +64,10 @@ def independence(ctx):
         sampler, outcomes = CaseSampler(case, ctx.device), []
         for s in (seed, seed + 1):
             generator.manual_seed(next(seeds))
-            out = ctx.runner.call(sampler.inputs(pairs, generator), s)
-            outcomes.append(to_support[cells(out, VOCAB)])
+            seen = cells(ctx.runner.call(sampler.inputs(pairs, generator), s), VOCAB)
+            if bool((to_support[seen] < 0).any()):
+                return impossible(ctx, mode, s, seen.cpu().numpy(), law)
+            outcomes.append(to_support[seen])
         results += [{"pairing": name, "row": mode,
                      **pair_tests(x.cpu().numpy(), y.cpu().numpy(), law[support], alpha,
                                   ctx.budget.power)}
@@ -72,3 +80,18 @@ def independence(ctx):
                    effect=f"agreement rate P(Z = Z') of two requests' returned sequences "
                           f"(independent: sum P(z)^2 = {collision:.3f})",
                    details={"pairings": results, "alpha_per_test": alpha})
+
+
+def impossible(ctx, mode: str, seed: int, seen: np.ndarray, law: np.ndarray) -> Outcome:
+    """The failing verdict of a call whose returned sequences (``seen``, cells of ``law``)
+    include one of probability 0: an exact failure, no statistic."""
+    never = law[seen] == 0
+    request = int(np.flatnonzero(never)[0])
+    sequence = sequence_of(int(seen[request]), VOCAB)
+    return Outcome(False, f"{mode} children, seed {seed}: request {request} returned the "
+                          f"sequence {sequence}, of probability 0 under the law "
+                          f"({int(never.sum())} of {seen.size} requests; an exact failure)",
+                   p_value=0.0, alpha=ctx.alpha, samples=int(seen.size),
+                   effect="returned sequences of probability 0 under the law",
+                   details={"row": mode, "seed": seed, "request": request,
+                            "sequence": sequence, "impossible": int(never.sum())})
