@@ -342,8 +342,11 @@ def _select_race(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr
     else:
         cutoff, reached = candidate_threshold(vals_ptr, slots, ok, count, n, safe_t, top_p,
                                               row_mass, NMAX, False)
-    won = race_candidates(vals_ptr, cols_ptr, slots, rows, count, cutoff, safe_t, greedy, seed,
-                          V, RACE)
+    # the race reads the candidates the scratch row holds, never past its CMAX: a row that
+    # gathered more (an overflow, left unresolved) would read the next row's scratch, and
+    # the last row's would read past the buffer's end
+    won = race_candidates(vals_ptr, cols_ptr, slots, rows, tl.minimum(count, CMAX), cutoff,
+                          safe_t, greedy, seed, V, RACE)
     resolved = invalid | (active & (count <= CMAX) & (count > 0) & (reached | greedy))
     tl.store(ids_ptr + rows, tl.where(invalid, 0, won.to(tl.int64)), mask=resolved)
     tl.store(unresolved_ptr + rows, (~resolved).to(tl.int8), mask=ok)
