@@ -30,9 +30,16 @@ quick)      # again on a warm machine (the Triton cache filled): the cost of iso
             --device cuda --report-dir "$out/quick_worker$round"
     done
     ;;
-standard)
-    timed standard python3 -m sampling_harness check all --budget standard --device cuda \
-        --report-dir "$out/standard"
+standard)   # then, on the warm machine and where time is left, the quick A/B once more
+    t0=$(date +%s)
+    timed standard timeout 470 python3 -m sampling_harness check all --budget standard \
+        --device cuda --report-dir "$out/standard"
+    if [ $(( $(date +%s) - t0 )) -lt 400 ]; then
+        timed quick_none timeout 70 python3 -m sampling_harness check all --budget quick \
+            --device cuda --isolation none --report-dir "$out/quick_none"
+        timed quick_worker timeout 70 python3 -m sampling_harness check all --budget quick \
+            --device cuda --report-dir "$out/quick_worker"
+    fi
     ;;
 esac
 for d in quick_worker quick_none quick_none1 quick_worker1 quick_none2 quick_worker2 standard; do
