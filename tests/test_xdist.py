@@ -37,12 +37,12 @@ def dies_once(probs, seed):
 '''
 
 
-def test_two_workers_merge_into_the_one_process_report_and_lose_only_a_crashed_check(
+def test_two_workers_merge_into_the_one_process_report_and_fail_only_a_crashed_check(
         tmp_path):
-    """The first kernel call of the spread run kills its worker: that check is lost, the
-    others are merged into one report equal to a one-process run's (same alpha split,
-    statistics, order), which says the run is incomplete (exit 2). (One spread run does both:
-    starting workers is most of the cost.)"""
+    """The first kernel call of the spread run kills its worker: that check FAILs with the
+    cause (a kernel fault), a fresh worker takes its place, and the others are merged into
+    one report equal to a one-process run's (same alpha split, statistics, order); exit 1.
+    (One spread run does both: starting workers is most of the cost.)"""
     kernel = tmp_path / "dies.py"
     kernel.write_text(KERNEL)
     env = {**os.environ, "HARNESS_TEST_FLAG": str(tmp_path / "flag")}
@@ -53,29 +53,30 @@ def test_two_workers_merge_into_the_one_process_report_and_lose_only_a_crashed_c
     single = subprocess.run([*args, "--gpus", "1", "--report-dir", str(tmp_path / "single")],
                             capture_output=True, text=True, env=env, timeout=600)
     assert single.returncode == 0, single.stdout[-3000:] + single.stderr[-2000:]
-    assert spread.returncode == 2, spread.stdout[-3000:] + spread.stderr[-2000:]
-    assert "the run is INCOMPLETE: 2 of 3 checks finished" in spread.stderr
-    assert "sampling-harness: INCOMPLETE: 2 of 3 checks finished" in spread.stdout
+    assert spread.returncode == 1, spread.stdout[-3000:] + spread.stderr[-2000:]
+    assert "sampling-harness: FAIL (3 checks" in spread.stdout
     assert "Traceback" not in spread.stderr
-    assert "did not finish (its worker crashed)" in spread.stdout
     merged, one = (json.loads((tmp_path / run / "report.json").read_text())
                    for run in ("spread", "single"))
-    assert merged["complete"] is False and merged["workers"] == 2
-    assert (merged["verdict"], one["verdict"]) == ("incomplete", "pass")
-    assert len(merged["not_finished"]) == 1 and one["not_finished"] == []
-    lost = merged["not_finished"][0]
-    kept = [c for c in one["checks"] if not lost.split("::")[1].startswith(f"test_{c['name']}[")]
-    assert len(kept) == 2 and [c["name"] for c in merged["checks"]] == [c["name"] for c in kept]
+    assert merged["complete"] is True and merged["workers"] == 2
+    assert (merged["verdict"], one["verdict"]) == ("fail", "pass")
+    crashed = [c for c in merged["checks"] if c["verdict"] == "fail"]
+    assert len(crashed) == 1 and crashed[0]["message"].startswith(
+        "kernel fault: the process was killed by SIGKILL (Killed) in a kernel call (probs [")
+    kept = sorted((c for c in one["checks"] if c["name"] != crashed[0]["name"]),
+                  key=lambda c: c["name"])
+    others = sorted((c for c in merged["checks"] if c is not crashed[0]),
+                    key=lambda c: c["name"])
+    assert len(kept) == 2 and [c["name"] for c in others] == [c["name"] for c in kept]
     assert merged["statistical_checks"] == one["statistical_checks"] == 5
-    for check, reference in zip(merged["checks"], kept, strict=True):
+    for check, reference in zip(others, kept, strict=True):
         for key in ("verdict", "alpha", "statistic", "p_value", "samples", "seed", "reproduce"):
             assert check[key] == reference[key], (check["name"], key)
         assert check["alpha"] == pytest.approx(1e-4 / 5)
     suite = ET.parse(tmp_path / "spread" / "junit.xml").getroot()
-    assert int(suite.get("tests")) == 3 and int(suite.get("failures")) == 0    # 2 + the run
-    assert int(suite.get("errors")) == 1 and suite.find("testcase[@name='run']") is not None
+    assert int(suite.get("failures")) == 1
     summary = (tmp_path / "spread" / "summary.md").read_text()
-    assert "over 2 pytest-xdist workers" in summary and lost in summary
+    assert "over 2 pytest-xdist workers" in summary and "kernel fault" in summary
     assert "pytest-xdist workers" in (tmp_path / "spread" / "report.html").read_text()
 
 

@@ -155,12 +155,14 @@ def returned() -> None:
 LOST: str | None = None         # the check after which this process may run no other
 
 
-def spoil(why: str, check: str = "") -> None:
+def spoil(why: str, check: str = "", cuda: bool = True) -> None:
     """This process must run no further check: a sticky CUDA error, a call still running.
-    A worker retires; a process that cannot (``--isolation none``) runs no more checks
-    (``lost``), so no later check's kernel is blamed for it."""
+    A worker retires. A process that cannot (``--isolation none``) runs no more checks after
+    a ``cuda`` fault (its context lost or its stream stuck), so no later check's kernel is
+    blamed for it; after a CPU call left running it goes on (the thread is a daemon)."""
     global LOST
-    LOST = LOST or f"{why} in {check}".strip()
+    if cuda:
+        LOST = LOST or f"{why} in {check}".strip()
     if WATCH is not None:
         WATCH.spoil(why)
 

@@ -215,7 +215,8 @@ class Runner:
         self.seconds += time.perf_counter() - started
         if thread.is_alive():
             fill.restore()
-            faults.spoil("a kernel call still running", self.kernel.name)
+            faults.spoil("a kernel call still running", self.kernel.name,
+                         cuda=self.device.type == "cuda")
             raise KernelFault(f"did not return within {self.timeout:g} s ({note})")
         faults.returned()
         exc = outcome.get("error")
