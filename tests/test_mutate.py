@@ -224,7 +224,11 @@ def test_each_outcome_is_told_apart(tmp_path):
     killed = outcome(run_of(tmp_path, 1, [("validity", "pass", ""), ("tail", "fail", "few")]))
     assert (killed.outcome, killed.check, killed.detail) == ("killed", "tail", "few")
     assert outcome(run_of(tmp_path, None, [])).outcome == "killed"              # timed out
-    assert outcome(run_of(tmp_path, -6, None)).detail.endswith("(signal 6: SIGABRT)")
+    aborted = outcome(run_of(tmp_path, -6, None))        # a fault: killed, never a stop
+    assert (aborted.outcome, aborted.detail) == (
+        "killed", "fault: its run crashed (signal 6: SIGABRT)")
+    exited = outcome(run_of(tmp_path, 3, None))
+    assert (exited.outcome, exited.detail) == ("killed", "fault: its run exited with status 3")
     assert outcome(run_of(tmp_path, 2, None, "error: cannot import 'x'")).outcome == \
         "stillborn"
     passed = [("validity", "pass", "")]

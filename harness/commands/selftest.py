@@ -194,13 +194,14 @@ def run_case(case: Case, directory: Path, timeout: float = RUN_TIMEOUT) -> Resul
     ``directory``, and judge it."""
     if case.skip:
         return Result(case, "skipped", case.skip)
-    command = [sys.executable, "-m", "sampling_harness", *case.args, "--report-dir", str(directory)]
     started = time.perf_counter()
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-        code, output = done.returncode, done.stdout + done.stderr
-    except subprocess.TimeoutExpired:
-        code, output = None, f"the run did not finish within {timeout:g} s"
+    # a mutant runs in its own child already: in-process checks spare a worker's start
+    # (torch imported twice); one that takes that child down (a fault) runs again with its
+    # checks in workers, where the fault is the verdict of the check it happened in
+    isolation = ["--isolation", "none"] if case.role == "mutant" else []
+    code, output = _run(case.args, isolation, directory, timeout)
+    if isolation and code not in (0, 1, None):
+        code, output = _run(case.args, [], directory, timeout)
     seconds = time.perf_counter() - started
     try:
         report = read_report(directory / "report.json")
@@ -208,6 +209,18 @@ def run_case(case: Case, directory: Path, timeout: float = RUN_TIMEOUT) -> Resul
         report, output = None, f"{output}\n{exc}"
     status, detail = judge(case, code, report, output)
     return Result(case, status, detail, seconds, report, output)
+
+
+def _run(args: list[str], isolation: list[str], directory: Path,
+         timeout: float) -> tuple[int | None, str]:
+    """One ``sampling-harness check`` child: (exit code or None when timed out, output)."""
+    command = [sys.executable, "-m", "sampling_harness", *args, *isolation,
+               "--report-dir", str(directory)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        return done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired:
+        return None, f"the run did not finish within {timeout:g} s"
 
 
 def _rows(result: Result) -> list[tuple]:

@@ -87,11 +87,14 @@ def classify(mutant_id: str, site: Site, run: ChildRun, diff_path: Path) -> Resu
         return Result(mutant_id, site, "killed", first_line(first.get("message", "")),
                       check=first.get("name"), **common)
     if run.timed_out:
-        return Result(mutant_id, site, "killed", "its run did not finish in time (a hang "
-                      "or a slowdown)", **common)
+        return Result(mutant_id, site, "killed", "fault: its run did not finish in time "
+                      "(a hang or a slowdown)", **common)
     if run.code is not None and run.code < 0:
-        return Result(mutant_id, site, "killed", f"its run crashed (signal {-run.code}: "
-                      f"{_signal_name(-run.code)})", **common)
+        return Result(mutant_id, site, "killed", f"fault: its run crashed (signal "
+                      f"{-run.code}: {_signal_name(-run.code)})", **common)
+    if run.code not in (None, 0, 1, 2):     # exit(3) in native code, under the interpreter
+        return Result(mutant_id, site, "killed", f"fault: its run exited with status "
+                      f"{run.code}", **common)
     if run.report is None:
         why = next((line for line in run.output.splitlines()[::-1]
                     if "error" in line.lower()), f"exit {run.code}")

@@ -78,7 +78,9 @@ def command(settings: Settings, target: str, report_dir: Path,
                        "call_timeout": call_timeout or settings.call_timeout,
                        "family_alpha": settings.family_alpha,
                        "memory_budget": budget_words(settings.memory_budget),
-                       "precompile": False})]
+                       # the recorder and the probes live in this child's process: its checks
+                       # run there, and a mutant's fault takes only this child down
+                       "isolation": "none", "precompile": False})]
 
 
 def environment(settings: Settings, source_root: Path, record: Path, *, slot: int,
