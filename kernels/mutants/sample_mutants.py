@@ -1,6 +1,7 @@
 """Wrong sampling kernels, one field bug each (declared with their bugs and catching checks by
 each family: suites/<family>/__init__.py)."""
 
+import ctypes
 import time
 
 import torch
@@ -97,6 +98,12 @@ def row_shift(probs, seed):
 
 def raises(probs, seed):
     raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+
+def native_segfault(probs, seed):
+    if probs.shape[0] > 4096:       # a native path for large batches, through a null pointer
+        ctypes.string_at(0)
+    return _race64(probs, _exp64(probs, seed))
 
 
 def hangs(probs, seed):

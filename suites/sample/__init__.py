@@ -87,6 +87,11 @@ MUTANTS = (
     Mutant("hangs", "sampling_harness.kernels.mutants.sample_mutants:hangs",
            caught_by=("validity",), budget="quick", call_timeout=2.0,
            bug="the kernel never returns"),
+    Mutant("native-segfault", "sampling_harness.kernels.mutants.sample_mutants:native_segfault",
+           caught_by=("fit_curated",), budget="quick",
+           bug=("a native extension's large-batch path reads through a null pointer: SIGSEGV "
+                "kills the process running the kernel (its check fails with the signal; the "
+                "run goes on in a fresh worker)")),
     Mutant("store-past-probs", "sampling_harness.kernels.mutants.memory_mutants:store_past_probs",
            caught_by=("validity",), budget="quick",
            bug=("a Triton store mask off by one (cols <= V) while overwriting probs in place: "
