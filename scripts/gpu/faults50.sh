@@ -23,6 +23,8 @@ faults)
         --report-dir "$out/quick_worker"
     ;;
 quick)      # again on a warm machine (the Triton cache filled): the cost of isolation alone
+    timed quick_warmup python3 -m sampling_harness check all --budget quick --device cuda \
+        --report-dir "$out/quick_warmup"
     for round in 1 2; do
         timed quick_none$round python3 -m sampling_harness check all --budget quick \
             --device cuda --isolation none --report-dir "$out/quick_none$round"
@@ -42,12 +44,14 @@ standard)   # then, on the warm machine and where time is left, the quick A/B on
     fi
     ;;
 esac
-for d in quick_worker quick_none quick_none1 quick_worker1 quick_none2 quick_worker2 standard; do
+for d in quick_warmup quick_worker quick_none quick_none1 quick_worker1 quick_none2 quick_worker2 standard; do
     [ -f "$out/$d/report.json" ] && python3 - "$out/$d/report.json" <<'PY' | tee -a "$out/times.txt"
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(sys.argv[1].split("/")[-2], r["verdict"], len(r["checks"]), "checks", r.get("seconds"), "s",
-      sum(c["verdict"] != "pass" for c in r["checks"]), "not pass")
+      sum(c["verdict"] != "pass" for c in r["checks"]), "not pass; checks' seconds summed",
+      round(sum(c["duration"] for c in r["checks"]), 1), "; kernel calls",
+      sum(c["details"].get("kernel_calls", 0) for c in r["checks"]))
 PY
 done
 for d in quick_worker quick_none standard; do
