@@ -11,10 +11,16 @@ Outcomes (docs/how-to/mutate.md):
   rejected (its p-value), or why the law was not tested;
 * ``same-law`` (likely equivalent in law): every check passed, the outputs differ on the
   same seed, the family draws ids, and a two-sample chi-square test over fresh seeds at the
-  first differing call cannot tell the original's law from the mutant's at alpha
-  (harness/mutate/law.py: its draws, alpha and the smallest deviation it detects with power
-  0.99): a mutant that re-keys the random stream, which no statistical check can or should
-  kill. Evidence, not proof: a change of law below the detectable deviation is filed here;
+  first differing call cannot tell the original's law from the mutant's at alpha 1e-3 with
+  draws enough to detect, with power 0.99, the total variation the family's checks resolve
+  at the run's budget (harness/mutate/law.py: its draws follow the budget): a mutant that
+  re-keys the random stream, which no statistical check can or should kill. Evidence, not
+  proof: a change of law below the detectable deviation is filed here;
+* ``undecided`` ("undecided (power N)"): as same-law, but the law test could not decide:
+  not rejected, yet it detects only a total variation N above the budget's target (its
+  draws cut short by the time or the memory a test may take), or it could not run at all
+  (no degrees of freedom, outputs too large, a kernel too slow): outside the score, never
+  a gap, so that a test too weak to clear a re-keying mutant does not count it as missed;
 * ``equivalent`` (likely): every check passed and every call's output is identical to the
   original's, bit for bit, over all the calls compared; no check that judges outputs can
   kill it on these inputs;
@@ -24,8 +30,9 @@ Outcomes (docs/how-to/mutate.md):
   written; ``error``: its run ended otherwise (no report, calls that cannot be compared).
 
 Score: killed / (killed + gap), the share of the mutants the checks could tell apart that
-they did tell apart, with its exact (Clopper-Pearson) 95 % interval. Equivalent, same-law,
-dead and stillborn mutants are outside it and reported on their own.
+they did tell apart, with its exact (Clopper-Pearson) 95 % interval. Undecided, same-law,
+equivalent, dead and stillborn mutants are outside it (neither killed nor gap) and reported
+on their own.
 """
 
 from __future__ import annotations
@@ -34,13 +41,14 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sampling_harness.mutate.law import describe
+from sampling_harness.mutate.law import describe, power_label
 from sampling_harness.mutate.operators import OPERATORS, Site
 from sampling_harness.mutate.runs import ChildRun
 from sampling_harness.stats.binomial import clopper_pearson
 
-OUTCOMES = ("killed", "gap", "same-law", "equivalent", "dead", "stillborn", "error")
-OUTSIDE = ("same-law", "equivalent", "dead", "stillborn")    # not in the score: skipped
+OUTCOMES = ("killed", "gap", "undecided", "same-law", "equivalent", "dead", "stillborn",
+            "error")
+OUTSIDE = ("undecided", "same-law", "equivalent", "dead", "stillborn")   # not in the score
 LEVEL = 0.95
 
 
@@ -60,10 +68,16 @@ class Result:
     directory: str | None = None
     extra: dict = field(default_factory=dict)
 
+    @property
+    def outcome_text(self) -> str:
+        """Its outcome as reports show it (``outcome_label``): 'undecided (power 0.21)'."""
+        return outcome_label(self.outcome, (self.gap or {}).get("law"))
+
     def to_dict(self) -> dict:
         body = asdict(self)
         body["site"] = {k: v for k, v in asdict(self.site).items() if k not in ("key",)}
         body["label"] = self.site.label
+        body["outcome_label"] = self.outcome_text
         return body
 
 
@@ -123,32 +137,44 @@ def _signal_name(number: int) -> str:
 
 def survivor(mutant_id: str, site: Site, diff: dict, common: dict) -> Result:
     """Every check passed: a gap (an output differs, and for a family that draws, the law
-    test at the first differing call rejected or could not run), same-law (it differs, but
-    the law test cannot tell the laws apart), likely equivalent (no output differs, over
-    every call of the original), or an error (the calls could not be matched)."""
+    test at the first differing call rejected, or could not be run: a kernel that failed on
+    a fresh seed, outputs that are values), same-law (it differs, but the law test cannot
+    tell the laws apart, with the power the budget asks), undecided (the law test could not
+    decide: too weak for the budget's target, or no test), likely equivalent (no output
+    differs, over every call of the original), or an error (the calls could not be
+    matched)."""
     compared, differing = diff.get("compared", 0), diff.get("differing", 0)
     if differing:
         gap = diff.get("first") or {}
         law = gap.get("law") or {}
         line = gap_line(gap, differing, compared)
+        fields = {"check": gap.get("check"), "compared": compared, "gap": gap, **common}
         if law.get("verdict") == "same-law":
             return Result(mutant_id, site, "same-law", f"likely equivalent in law: {line}; "
-                          f"the laws cannot be told apart: {describe(law)}",
-                          check=gap.get("check"), compared=compared, gap=gap, **common)
+                          f"the laws cannot be told apart: {describe(law)}", **fields)
+        if law.get("verdict") == "undecided":
+            why = f"{law.get('reason', '?')}: {describe(law)}" if law.get("p_value") is not \
+                None else law.get("reason", "?")
+            return Result(mutant_id, site, "undecided", f"{line}; the law test cannot "
+                          f"decide, {why}", **fields)
         if law.get("verdict") == "differs":
             line += f"; the law differs: {describe(law)}"
-        elif law.get("verdict") == "untested" and law.get("p_value") is not None:
-            line += f"; law not cleared, {law.get('reason', '')}: {describe(law)}"
         elif law.get("verdict") == "untested":
             line += f"; law not tested: {describe(law)}"
-        return Result(mutant_id, site, "gap", line, check=gap.get("check"),
-                      compared=compared, gap=gap, **common)
+        return Result(mutant_id, site, "gap", line, **fields)
     if diff.get("diverged") or diff.get("missing"):
         return Result(mutant_id, site, "error", f"calls not comparable with the original's "
                       f"({diff.get('diverged') or str(diff.get('missing')) + ' missing'}); "
                       f"{compared} compared, all identical", compared=compared, **common)
     return Result(mutant_id, site, "equivalent", f"identical outputs on all {compared} calls "
                   f"of the original", compared=compared, **common)
+
+
+def outcome_label(outcome: str, law: dict | None) -> str:
+    """The outcome as a report shows it: 'undecided (power 0.21)' (the total variation its
+    law test detects on every row with power 0.99; 'undecided (no test)' where none ran),
+    every other outcome its name."""
+    return f"undecided ({power_label(law)})" if outcome == "undecided" else outcome
 
 
 def gap_line(gap: dict, differing: int, compared: int) -> str:

@@ -1,10 +1,11 @@
 """report.html of ``mutate``: one self-contained page (no network, no figures).
 
 The score and the outcome counts, the score per operator and per line, every mutant (each
-linked to its line), each gap with its inputs and both outputs, each same-law mutant with
-its law test, then the source view: every module with a chosen mutant, line by line, each
-mutated line coloured by the worst outcome of its mutants (gap, error, same-law,
-equivalent, dead, stillborn, killed) with their list on hover.
+linked to its line), each gap with its inputs and both outputs, each undecided mutant
+("undecided (power N)": its law test could not decide; outside the score) and each same-law
+mutant with its law test, then the source view: every module with a chosen mutant, line by
+line, each mutated line coloured by the worst outcome of its mutants (gap, error,
+undecided, same-law, equivalent, dead, stillborn, killed) with their list on hover.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from sampling_harness.mutate.classify import OUTCOMES, Result, by_line, by_opera
 from sampling_harness.mutate.report import SCORE_HEADER, gap_details, score_row
 from sampling_harness.report.html import STYLE as BASE_STYLE
 
-COLOURS = {"killed": "#d5f5e3", "gap": "#f5b7b1", "same-law": "#d6eaf8",
+COLOURS = {"killed": "#d5f5e3", "gap": "#f5b7b1", "undecided": "#d1f2eb", "same-law": "#d6eaf8",
            "equivalent": "#fcf3cf", "dead": "#d5d8dc", "stillborn": "#e8daef",
            "error": "#fad7a0"}
-WORST = ("gap", "error", "same-law", "equivalent", "dead", "stillborn", "killed")
+WORST = ("gap", "error", "undecided", "same-law", "equivalent", "dead", "stillborn", "killed")
 STYLE = BASE_STYLE + "".join(f".o-{o} {{ background: {c}; }}\n" for o, c in COLOURS.items()) + """
 pre.source { font: 12px/1.35 ui-monospace, monospace; border: 1px solid #ddd; padding: 0;
   overflow-x: auto; }
@@ -39,8 +40,8 @@ def _line_id(result: Result, files: dict[str, int]) -> str:
     return f"f{files[result.site.path]}-L{result.site.line}"
 
 
-def _badge(outcome: str) -> str:
-    return f'<span class="o-{outcome}" style="padding:0 .4em">{escape(outcome)}</span>'
+def _badge(outcome: str, text: str | None = None) -> str:
+    return f'<span class="o-{outcome}" style="padding:0 .4em">{escape(text or outcome)}</span>'
 
 
 def _grouped(results: list[Result], key, title: str) -> str:
@@ -51,17 +52,18 @@ def _grouped(results: list[Result], key, title: str) -> str:
 
 def _mutants(results: list[Result], files: dict[str, int]) -> str:
     rows = [[escape(r.id), f'<a href="#{_line_id(r, files)}"><code>{escape(r.site.label)}'
-             f"</code></a>", escape(r.site.operator), _badge(r.outcome), escape(r.check or "-"),
+             f"</code></a>", escape(r.site.operator), _badge(r.outcome, r.outcome_text),
+             escape(r.check or "-"),
              f"{r.seconds:.1f}", escape(r.detail)] for r in sorted(results, key=lambda r: r.id)]
     return _table(["mutant", "site", "operator", "outcome", "check", "seconds", "detail"], rows)
 
 
 def _gap(result: Result, files: dict[str, int]) -> str:
-    """A gap's (or same-law mutant's) section: its heading linked to its line, then its
-    facts (``gap_details``)."""
+    """A gap's (or undecided or same-law mutant's) section: its heading linked to its line,
+    then its facts (``gap_details``)."""
     head, *facts = [line for line in gap_details(result) if line]
     items = "".join(f"<li>{escape(fact.removeprefix('- '))}</li>" for fact in facts)
-    kind = "bad" if result.outcome == "gap" else "o-same-law"
+    kind = "bad" if result.outcome == "gap" else f"o-{result.outcome}"
     return (f'<section class="check {kind}"><h3><a href="#{_line_id(result, files)}">'
             f"{escape(head.removeprefix('### '))}</a></h3><ul>{items}</ul></section>")
 
@@ -82,7 +84,7 @@ def _source(path: str, index: int, results: list[Result]) -> str:
         if mutants:
             worst = min(WORST.index(r.outcome) for r in mutants)
             title = "\n".join(f"{r.id} {r.site.operator} `{r.site.original}` -> "
-                              f"`{r.site.replacement}`: {r.outcome}" for r in mutants)
+                              f"`{r.site.replacement}`: {r.outcome_text}" for r in mutants)
             attributes += f' class="l o-{WORST[worst]}" title="{escape(title, quote=True)}"'
         else:
             attributes += ' class="l"'
@@ -95,6 +97,8 @@ def to_html(results: list[Result], meta: dict) -> str:
     legend = "".join(f'<span class="o-{o}">{o}</span>' for o in WORST)
     gaps = [r for r in results if r.outcome == "gap"]
     gap_html = "".join(_gap(r, files) for r in gaps)
+    undecided = [r for r in results if r.outcome == "undecided"]
+    undecided_html = "".join(_gap(r, files) for r in undecided)
     same = [r for r in results if r.outcome == "same-law"]
     same_html = "".join(_gap(r, files) for r in same)
     sources = "\n".join(_source(path, i, [r for r in results if r.site.path == path])
@@ -111,6 +115,10 @@ def to_html(results: list[Result], meta: dict) -> str:
             f"<h2>Per source line</h2>{_grouped(results, by_line, 'line')}\n"
             f"<h2>Mutants</h2>{_mutants(results, files)}\n"
             + (f"<h2>Gaps</h2>{gap_html}\n" if gaps else "")
+            + (f"<h2>Undecided</h2><p>Outputs differ on the same seed; the two-sample law "
+               f"test could not decide (too weak for the budget's target, whose power it "
+               f"states, or no test): outside the score.</p>{undecided_html}\n"
+               if undecided else "")
             + (f"<h2>Same law</h2><p>Outputs differ on the same seed; a two-sample "
                f"chi-square test over fresh seeds cannot tell the laws apart.</p>"
                f"{same_html}\n" if same else "")

@@ -1,11 +1,12 @@
 """The law of a survivor's draws: a two-sample chi-square test of homogeneity.
 
 A mutant of a sampler that only re-keys its random stream (another chunk width, another
-Philox counter layout, another range of fresh seeds) gives other tokens on the same seed,
-drawn from the same law. The differential (harness/mutate/recorder.py) sees its outputs
-differ; this module asks whether its *law* differs, at the first call whose output differs:
-the original kernel and the mutant are each called ``M`` times on that call's inputs with
-fresh, distinct seeds, and the two samples are compared row by row.
+Philox counter layout, another range of fresh seeds, another constant of a per-row seed
+hash) gives other tokens on the same seed, drawn from the same law. The differential
+(harness/mutate/recorder.py) sees its outputs differ; this module asks whether its *law*
+differs, at the first call whose output differs: the original kernel and the mutant are each
+called ``M`` times on that call's inputs with fresh, distinct seeds, and the two samples are
+compared row by row.
 
 Which calls are draws (``not_draws``; the recorder files the law of the others with the
 verdict "values"): the family's contract takes a ``seed`` (sample, sample-logits, rejection,
@@ -21,44 +22,68 @@ test is of the joint law of a request's tokens: the columns of one row are depen
 per-column statistics could not be summed as independent chi-squares.
 
 The test (``homogeneity``). Row r: the counts of each outcome in the original's ``M`` draws
-and the mutant's ``M`` form a 2 x k table; outcomes are pooled (``stats.chisquare.pool_bins``)
-so that every cell expects at least 5 draws in each sample, and Pearson's statistic
-``X_r^2`` (``scipy.stats.chi2_contingency``, no continuity correction) is asymptotically
+and the mutant's ``M`` form a 2 x k table; outcomes are pooled into at most ``CELLS`` = 32
+cells of about equal mass, each expecting at least 5 draws in each sample
+(``stats.chisquare.pool_bins`` on the outcomes' pooled counts, as the family's coarse fit
+tests pool tokens into <= 32 equal-mass bins), and Pearson's statistic ``X_r^2``
+(``scipy.stats.chi2_contingency``, no continuity correction) is asymptotically
 chi^2(k_r - 1) when both samples have one law. Rows of one call are independent given
 distinct seeds (the family's independence check holds the kernel to that), so
-``X^2 = sum_r X_r^2`` is chi^2(sum_r (k_r - 1)) under H0, and the test rejects at
-``p = chi2.sf(X^2, df) < alpha``: a false rejection (a re-keying mutant reported as a gap)
-has probability ``alpha`` per mutant tested.
+``X^2 = sum_r X_r^2`` is chi^2(df = sum_r (k_r - 1)) under H0, and the test rejects at
+``p = chi2.sf(X^2, df) < alpha``, ``alpha = ALPHA = 1e-3``: a false rejection (a re-keying
+mutant reported as a gap) has probability 1e-3 per mutant tested.
 
-Power. Against laws ``p_r`` (original) and ``q_r`` (mutant) on the pooled cells, with ``n``
+Power. Against laws ``p_r`` (original) and ``q_r`` (mutant) on the pooled cells, with ``M``
 draws each, the statistic is asymptotically noncentral chi^2(df, lambda) with
-``lambda = (n / 2) * D``, ``D = sum_r sum_j (p_rj - q_rj)^2 / m_rj``, ``m = (p + q) / 2``:
+``lambda = (M / 2) * D``, ``D = sum_r sum_j (p_rj - q_rj)^2 / m_rj``, ``m = (p + q) / 2``:
 the chi-square distance of the two laws from their mixture, summed over the rows. The
-smallest ``lambda`` found with ``power`` (``stats.chisquare.noncentrality_for_power``) gives
-the smallest detectable distance ``D* = 2 lambda / n``; since ``sum_j (p - q)^2 / m >=
-(sum_j |p - q|)^2 = 4 TV^2`` (Cauchy-Schwarz), every pair of laws at total variation ``>=
-sqrt(lambda / (2 n R))`` on each of the ``R`` rows tested is detected with that power. Both
-statements are on the pooled cells: a change of law inside a pooled cell, or on a row with a
-single cell, is not seen.
+noncentrality ``lambda*`` at which the level-alpha test has power ``POWER`` = 0.99 (the
+doctrine's; ``stats.chisquare.noncentrality_for_power``, from ``scipy.stats.ncx2``) gives the
+smallest detectable distance ``D* = 2 lambda* / M``; since ``sum_j (p - q)^2 / m >=
+(sum_j |p - q|)^2 = 4 TV^2`` (Cauchy-Schwarz), every pair of laws at total variation
+``>= detectable_tv(M, df, R) = sqrt(lambda* / (2 M R))`` on each of the ``R`` rows tested
+is detected with power 0.99. Both statements are on the pooled cells: a change of law inside
+a cell, or on a row with a single cell, is not seen.
 
-Choices: ``alpha = 1e-3`` (a run with 10 re-keying survivors files one as a gap with
-probability 1 %; smaller would cost power against the worse error, a changed law filed as
-same-law); power 0.99, the doctrine's (DESIGN.md); ``M`` draws a kernel by device, fixed
-so that a verdict does not depend on the machine's speed: 4096 on a GPU (one row of two
-outcomes: total variation 0.065 detected; 8 rows of 10: 0.04), 8192 calls that take a few
-seconds; 256 on a CPU, where Triton's interpreter makes the 512 calls take about 20 s (one row
-of two outcomes: 0.26; 8 rows of 10: 0.16; 64 rows: 0.09). A test that is not rejected
-files the mutant as same-law only where it detects a total variation of ``MAX_TV`` = 0.05 on
-every row tested (what quick's law checks resolve): a weaker one leaves it a gap ("too weak
-to clear it"), so that a real law change is never cleared by a test that could not see it.
-On a CPU that is most of them; on a GPU, a call of a few rows or more.
+The draws follow the budget (``law_test``, ``planned_draws``). The test must resolve the
+effect the family's checks resolve at the run's budget (``target_tv``: the largest total
+variation among the ``*_tv`` effects of the family's budget: for the project's families
+0.1-0.15 at smoke, 0.05 at quick, 0.01 at standard, 0.005 at thorough), so ``M`` is the
+smallest number of draws at which ``detectable_tv(M, df, R) <= target``, ``M =
+lambda*(df) / (2 R target^2)``. The df depends on how many cells the draws fill, so ``M`` is
+planned first for two cells a row (df = R), the draws made, the cells counted, and ``M``
+planned again from the df found, until it stands (``ROUNDS`` at most; each round's choice
+depends only on the pooled column totals, not on the statistic, so alpha holds). M a
+kernel, by the rows of the call and the cells each fills, at the sample family's targets:
+
+  | rows x cells | df | lambda* | smoke (0.1) | quick (0.05) | standard (0.01) | thorough (0.005) |
+  |---|---|---|---|---|---|---|
+  | 1 x 2 | 1 | 31.5 | 1,578 | 6,310 | 157,747 | 630,986 |
+  | 1 x 32 | 31 | 68.5 | 3,426 | 13,701 | 342,511 | 1,370,041 |
+  | 8 x 32 | 248 | 147.4 | 922 | 3,686 | 92,149 | 368,596 |
+  | 64 x 32 | 1984 | 368.6 | 289 | 1,153 | 28,801 | 115,203 |
+
+``M`` is at least ``MIN_DRAWS`` = 32 and at most what fits in
+``OUTCOMES`` = 2^23 ids a kernel and in ``SECONDS`` of calls (30 s at smoke, 120 s at
+quick and above: the time of the first ``TIMED`` draws of each kernel, then of each round,
+sets it): a test cut short by either states the draws it made and the total variation it
+detects.
+
+Verdicts: rejected: "differs" (a real change of law, a gap); not rejected with
+``detectable_tv <= target``: "same-law" (outside the score); not rejected and weaker than
+the target (draws cut short by the time or the memory, a call of few draws), or no test at
+all (no row with two cells, fewer than ``MIN_DRAWS`` draws fit): "undecided", with the
+total variation it detects (its *power*) where it ran: outside the score, never a gap.
+"untested" (a gap): a kernel raised or returned an invalid output on a fresh seed.
 Calibration (300 pairs of samples of one law, 8 rows of 16 tokens): the p-values are
 uniform (5.0 % under 0.05, 1.3 % under 0.01).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 import time
 from collections.abc import Callable
 
@@ -66,19 +91,24 @@ import numpy as np
 import torch
 from scipy import stats
 
+from sampling_harness.budgets import BUDGET_NAMES
 from sampling_harness.mutate.fingerprint import digest, parts
 from sampling_harness.seeds import derive_seed
 from sampling_harness.stats.chisquare import noncentrality_for_power, pool_bins, pooled
 
 ALPHA = 1e-3               # a re-keying mutant is reported as a gap with this probability
 POWER = 0.99               # the power at which the detectable deviation is stated
-DRAWS = {"cuda": 4096, "cpu": 256}   # M by device: calls of each kernel on the inputs
-MIN_DRAWS = 32             # fewer (a very large output) and the law is not tested
+CELLS = 32                 # outcomes of a row pooled into at most this many equal-mass cells
+MIN_DRAWS = 32             # fewer (a very large output, a very slow kernel): no test
 OUTCOMES = 1 << 23         # ids kept per kernel at most (64 MiB of int64): M x B x W
-SECONDS = 120.0            # the 2 M calls may take this long (estimated), or none is made
+SECONDS = {"smoke": 30.0, "quick": 120.0, "standard": 120.0, "thorough": 120.0}
 TIMED = 4                  # the first calls of each kernel, timed for the estimate
+ROUNDS = 6                 # plans of M at most (each from the cells the draws so far fill)
 PAD = -1                   # fills a short row of ids (lists of drafts)
-MAX_TV = 0.05              # same-law needs a test that sees this total variation a row
+ENV_BUDGET = "SAMPLING_HARNESS_MUTATE_BUDGET"   # the run's budget, in a mutant's child run
+DEFAULT_BUDGET = "quick"   # where the environment names none
+# the effect of a family whose budgets state no ``*_tv`` field: the project's families' own
+FALLBACK_TV = {"smoke": 0.1, "quick": 0.05, "standard": 0.01, "thorough": 0.005}
 
 
 def _is_ids(value) -> bool:
@@ -126,8 +156,8 @@ def outcome_rows(output) -> torch.Tensor:
 def stacked(rows: list[torch.Tensor]) -> torch.Tensor:
     """[M, B, W] from M outcome tables [B, W_i], short ones padded with -1 on the right."""
     width = max(r.shape[1] for r in rows)
-    return torch.stack([torch.nn.functional.pad(r, (0, width - r.shape[1]), value=PAD)
-                        for r in rows])
+    return torch.stack([r if r.shape[1] == width else torch.nn.functional.pad(
+        r, (0, width - r.shape[1]), value=PAD) for r in rows])
 
 
 def cell_counts(first: torch.Tensor, second: torch.Tensor) -> list[np.ndarray]:
@@ -147,22 +177,72 @@ def cell_counts(first: torch.Tensor, second: torch.Tensor) -> list[np.ndarray]:
                                           strict=True)]
 
 
-def row_statistic(table: np.ndarray) -> tuple[float, int]:
-    """Pearson's X^2 of homogeneity of one row's 2 x k table, cells pooled so that each
-    expects >= 5 draws in each sample (expected_ij = n_i c_j / N, so a cell is kept when
-    c_j min(n_i) / N >= 5): (statistic, k' - 1), (0, 0) when fewer than two cells remain."""
+def pooled_table(table: np.ndarray, cells: int = CELLS) -> np.ndarray:
+    """One row's 2 x k table with its outcomes pooled into at most ``cells`` cells of about
+    equal mass, each expecting >= 5 draws in each sample (expected_ij = n_i c_j / N: a cell
+    is whole when c_j min(n_i) / N >= 5); pooled on the column totals only, which carry no
+    information on which sample a draw came from under H0."""
     sizes = table.sum(axis=1)
     expected = table.sum(axis=0) * sizes.min() / sizes.sum()
-    labels = pool_bins(expected)
-    merged = np.stack([pooled(table[0], labels), pooled(table[1], labels)])
+    labels = pool_bins(expected, max_bins=cells)
+    return np.stack([pooled(table[0], labels), pooled(table[1], labels)])
+
+
+def row_statistic(table: np.ndarray, cells: int = CELLS) -> tuple[float, int]:
+    """Pearson's X^2 of homogeneity of one row's 2 x k table on its pooled cells
+    (``pooled_table``): (statistic, k' - 1), (0, 0) when fewer than two cells remain."""
+    merged = pooled_table(table, cells)
     if merged.shape[1] < 2:
         return 0.0, 0
     result = stats.chi2_contingency(merged, correction=False)
     return float(result.statistic), int(result.dof)
 
 
+def cell_df(first: torch.Tensor, second: torch.Tensor, cells: int = CELLS) -> tuple[int, int]:
+    """(df, rows tested) of the test of these samples: what the pooled cells alone decide,
+    without the statistic (``law_test`` plans its draws from it)."""
+    shapes = [pooled_table(table, cells).shape[1] for table in cell_counts(first, second)]
+    return sum(k - 1 for k in shapes if k > 1), sum(k > 1 for k in shapes)
+
+
+def detectable_tv(draws: int, df: int, rows: int, alpha: float = ALPHA,
+                  power: float = POWER) -> float:
+    """The smallest total variation, on every one of ``rows`` rows tested (on the pooled
+    cells), that the test over ``draws`` draws a kernel on ``df`` df detects with ``power``
+    at ``alpha``: ``sqrt(lambda* / (2 draws rows))`` (module doc)."""
+    return math.sqrt(noncentrality_for_power(df, alpha, power) / (2.0 * draws * rows))
+
+
+def planned_draws(df: int, rows: int, tv: float, alpha: float = ALPHA,
+                  power: float = POWER) -> int:
+    """The draws a kernel at which the test on ``df`` df over ``rows`` rows detects a total
+    variation ``tv`` on every row with ``power`` at ``alpha``: ``lambda* / (2 rows tv^2)``,
+    rounded up (the inverse of ``detectable_tv``)."""
+    return math.ceil(noncentrality_for_power(df, alpha, power) / (2.0 * rows * tv * tv))
+
+
+def target_tv(family, budget: str) -> float:
+    """The total variation the law test must resolve at ``budget``: the largest of the
+    ``*_tv`` effects the family's checks state at that budget (the coarsest law effect its
+    checks resolve there), or ``FALLBACK_TV`` for a family whose budget states none."""
+    declared = (getattr(family, "budgets", None) or {}).get(budget)
+    found = []
+    if declared is not None and dataclasses.is_dataclass(declared):
+        found = [getattr(declared, f.name) for f in dataclasses.fields(declared)
+                 if f.name.endswith("_tv")]
+    found = [float(v) for v in found if isinstance(v, (int, float)) and v > 0]
+    return max(found) if found else FALLBACK_TV.get(budget, FALLBACK_TV[DEFAULT_BUDGET])
+
+
+def run_budget() -> str:
+    """The budget of the run this process belongs to (``ENV_BUDGET``, set by ``mutate`` for
+    its mutants' child runs), ``DEFAULT_BUDGET`` where none is named."""
+    name = os.environ.get(ENV_BUDGET, "")
+    return name if name in BUDGET_NAMES else DEFAULT_BUDGET
+
+
 def homogeneity(first: torch.Tensor, second: torch.Tensor, alpha: float = ALPHA,
-                power: float = POWER) -> dict:
+                power: float = POWER, cells: int = CELLS) -> dict:
     """The two-sample test of the law of ``first`` and ``second``, int64 [M, B, W] each (M
     draws of B rows, the same M for both): the summed statistic, its df and p-value, the
     verdict at ``alpha`` and the smallest deviation detected with ``power`` (module doc).
@@ -173,7 +253,7 @@ def homogeneity(first: torch.Tensor, second: torch.Tensor, alpha: float = ALPHA,
     draws, rows = first.shape[0], first.shape[1]
     statistic, df, tested = 0.0, 0, 0
     for table in cell_counts(first, second):
-        x, k = row_statistic(table)
+        x, k = row_statistic(table, cells)
         statistic, df, tested = statistic + x, df + k, tested + (k > 0)
     body = {"draws": draws, "rows": rows, "rows_tested": tested, "statistic": statistic,
             "df": df, "alpha": alpha, "power": power}
@@ -185,21 +265,36 @@ def homogeneity(first: torch.Tensor, second: torch.Tensor, alpha: float = ALPHA,
             "distance": 2.0 * lam / draws, "tv": math.sqrt(lam / (2.0 * draws * tested))}
 
 
+class SeedStream:
+    """Fresh seeds of the kind of ``seed``, every value distinct from every other this stream
+    gave (within a batch and across batches): ints in [0, 2^31 - 1); for per-request seeds
+    (an int64 [B] tensor) the same tensor with each entry >= 0 replaced by a fresh value,
+    -1 (unseeded) kept. Deterministic in (``seed``'s kind, ``key``)."""
+
+    def __init__(self, seed, key: str):
+        self.seed = seed
+        self.per_row = seed.numel() if isinstance(seed, torch.Tensor) else 1
+        self.rng = np.random.default_rng(derive_seed("law", key))
+        self.taken: set[int] = set()
+
+    def take(self, count: int) -> list:
+        wanted = count * self.per_row
+        found: dict[int, None] = {}
+        while len(found) < wanted:
+            for value in self.rng.integers(0, 2**31 - 1, wanted).tolist():
+                if value not in self.taken:
+                    found.setdefault(value, None)
+        values = np.fromiter(found, dtype=np.int64, count=len(found))[:wanted]
+        self.taken.update(values.tolist())
+        if not isinstance(self.seed, torch.Tensor):
+            return [int(v) for v in values]
+        fresh = torch.from_numpy(values.reshape(count, self.per_row)).to(self.seed.device)
+        return [torch.where(self.seed == -1, self.seed, fresh[i]) for i in range(count)]
+
+
 def draw_seeds(seed, count: int, key: str) -> list:
-    """``count`` seeds of the kind of ``seed``, every value distinct (within and across
-    them): ints in [0, 2^31 - 1); for per-request seeds (an int64 [B] tensor) the same
-    tensor with each entry >= 0 replaced by a fresh value, -1 (unseeded) kept."""
-    per_row = seed.numel() if isinstance(seed, torch.Tensor) else 1
-    rng = np.random.default_rng(derive_seed("law", key))
-    found: dict[int, None] = {}
-    while len(found) < count * per_row:
-        for value in rng.integers(0, 2**31 - 1, count * per_row).tolist():
-            found.setdefault(value, None)
-    values = np.fromiter(found, dtype=np.int64, count=len(found))[:count * per_row]
-    if not isinstance(seed, torch.Tensor):
-        return [int(v) for v in values]
-    fresh = torch.from_numpy(values.reshape(count, per_row)).to(seed.device)
-    return [torch.where(seed == -1, seed, fresh[i]) for i in range(count)]
+    """``count`` seeds of the kind of ``seed``, every value distinct (``SeedStream``)."""
+    return SeedStream(seed, key).take(count)
 
 
 def sample(call: Callable, seeds: list, key: str, first: int = 0) -> torch.Tensor:
@@ -209,33 +304,61 @@ def sample(call: Callable, seeds: list, key: str, first: int = 0) -> torch.Tenso
     the draws fresh)."""
     rows = []
     for i, seed in enumerate(seeds, first):
-        torch.manual_seed(derive_seed("law-state", key, i))
+        _seed_global(derive_seed("law-state", key, i))
         rows.append(outcome_rows(call(seed)))
     return stacked(rows)
 
 
+def _seed_global(value: int) -> None:
+    """``torch.manual_seed(value)`` for the generators a kernel can have drawn from: the
+    CPU's, and every GPU's once CUDA is initialised (a run that has not used CUDA by its
+    first differing call never will). ``torch.manual_seed`` itself queues a lazy CUDA
+    seeding, with its traceback, on every call while CUDA is not initialised: 1.4 ms a draw
+    on a CPU, more than a small torch kernel's call."""
+    torch.default_generator.manual_seed(value)
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.manual_seed_all(value)
+
+
+def _padded(samples: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The samples [M_i, B, W_i] padded with -1 to one width W."""
+    width = max(s.shape[2] for s in samples)
+    return [torch.nn.functional.pad(s, (0, width - s.shape[2]), value=PAD)
+            if s.shape[2] < width else s for s in samples]
+
+
 def law_test(family, original_fn, mutant_fn, inputs: dict, seed, key: str,
              batch_outcomes: int, draws: int | None = None, alpha: float = ALPHA,
-             power: float = POWER) -> dict:
-    """The law test of one differing call: ``draws`` calls of each kernel on ``inputs``,
-    with distinct seeds (``draw_seeds``: the original's then the mutant's, none shared), and
-    ``homogeneity``. ``verdict``: "same-law" (not rejected), "differs" (rejected) or
-    "untested" (with ``reason``: too slow, too large, a call that failed, no df).
-    ``draws`` (M): by default ``DRAWS`` of the inputs' device type.
-    ``batch_outcomes``: the ids of one output (B x W), which bound M by ``OUTCOMES``. The
-    cost is estimated from the first TIMED draws of each kernel (both already ran on these
-    shapes: no compilation in them; one draw's time alone, beside a busy run's other
-    workers, is noisy); over ``SECONDS`` no more are made."""
-    if draws is None:
-        devices = {v.device.type for v in inputs.values() if isinstance(v, torch.Tensor)}
-        draws = DRAWS["cuda" if "cuda" in devices else "cpu"]
-    draws = min(draws, OUTCOMES // max(1, batch_outcomes))
-    if draws < MIN_DRAWS:
-        return {"verdict": "untested", "reason": f"outputs too large ({batch_outcomes} ids "
-                f"a call: fewer than {MIN_DRAWS} draws fit in {OUTCOMES} ids)"}
-    seeds = draw_seeds(seed, 2 * draws, key)
+             power: float = POWER, budget: str | None = None,
+             tv: float | None = None) -> dict:
+    """The law test of one differing call: M calls of each kernel on ``inputs``, with
+    distinct seeds (``SeedStream``: none shared between the two kernels), and
+    ``homogeneity``: Pearson's two-sample chi-square at ``alpha`` (1e-3), its power stated
+    at ``power`` (0.99) as the smallest total variation it detects on every row (module doc).
+
+    The draws: planned so that the test detects ``tv`` (default ``target_tv(family,
+    budget)``; ``budget`` default ``run_budget()``) on every row (``planned_draws``, from
+    df = rows, then again from the cells the draws fill, up to ``ROUNDS`` times), at least
+    ``MIN_DRAWS``, at most what fits in ``OUTCOMES`` ids (``batch_outcomes``: the ids of one
+    output, B x W) and in ``SECONDS[budget]`` of calls (estimated from the first ``TIMED``
+    draws of each kernel, then from every round). ``draws`` fixes M instead (the same
+    bounds apply).
+
+    ``verdict``: "differs" (rejected), "same-law" (not rejected, and the test detects
+    ``tv``), "undecided" (not rejected and too weak for ``tv``, or no test: ``reason``
+    says why, ``tv`` the total variation it detects where it ran), "untested" (a kernel
+    raised or returned an invalid output on a fresh seed: a gap)."""
+    budget = budget or run_budget()
+    target = tv if tv is not None else target_tv(family, budget)
+    seconds = SECONDS.get(budget, SECONDS[DEFAULT_BUDGET])
+    fits = OUTCOMES // max(1, batch_outcomes)
+    plan = {"budget": budget, "target_tv": target, "max_seconds": seconds}
+    if fits < MIN_DRAWS:
+        return {**plan, "verdict": "undecided", "reason": f"outputs too large "
+                f"({batch_outcomes} ids a call: fewer than {MIN_DRAWS} draws fit in "
+                f"{OUTCOMES} ids)"}
+    stream = SeedStream(seed, key)
     started = time.perf_counter()
-    kernels = (("original", original_fn, seeds[:draws]), ("mutant", mutant_fn, seeds[draws:]))
 
     def call(fn):
         def one(s):
@@ -243,46 +366,90 @@ def law_test(family, original_fn, mutant_fn, inputs: dict, seed, key: str,
                      for k, v in inputs.items()}
             return family.validate(family.call(fn, fresh, s), inputs)
         return one
+
+    kernels = (("original", call(original_fn)), ("mutant", call(mutant_fn)))
+    samples: list[torch.Tensor] = []
+
+    def more(count: int) -> None:
+        """``count`` more draws of each kernel (seeds: the original's, then the mutant's)."""
+        made = samples[0].shape[0] if samples else 0
+        fresh = [sample(fn, stream.take(count), f"{key}/{who}", made) for who, fn in kernels]
+        if samples:
+            fresh = [torch.cat(_padded([old, new])) for old, new in zip(samples, fresh,
+                                                                          strict=True)]
+        samples[:] = _padded(fresh)
+
     try:
-        heads = [sample(call(fn), chosen[:TIMED], f"{key}/{who}")
-                 for who, fn, chosen in kernels]
-        estimate = draws / TIMED * (time.perf_counter() - started)
-        if estimate > SECONDS:
-            return {"verdict": "untested", "reason": f"{2 * draws} calls would take about "
-                    f"{estimate:.0f} s (over {SECONDS:.0f} s)"}
-        samples = [torch.cat([head, sample(call(fn), chosen[TIMED:], f"{key}/{who}", TIMED)])
-                   for head, (who, fn, chosen) in zip(heads, kernels, strict=True)]
+        more(TIMED)
+        per_draw = (time.perf_counter() - started) / TIMED   # seconds a draw of each kernel
+        if per_draw * MIN_DRAWS > seconds:
+            return {**plan, "verdict": "undecided", "reason": f"too slow to test: "
+                    f"{2 * MIN_DRAWS} calls would take about {per_draw * MIN_DRAWS:.0f} s "
+                    f"(over {seconds:.0f} s at {budget})"}
+        rows = samples[0].shape[1]
+        planned = draws if draws is not None else max(MIN_DRAWS, planned_draws(
+            rows, rows, target, alpha, power))               # two cells a row, to begin
+        cause = f"the planning's {ROUNDS} rounds"
+        for _ in range(ROUNDS):
+            made = samples[0].shape[0]
+            by_time = int(seconds / per_draw)
+            cap = max(made, min(fits, by_time))
+            if min(planned, cap) > made:
+                more(min(planned, cap) - made)
+                per_draw = (time.perf_counter() - started) / samples[0].shape[0]
+            if samples[0].shape[0] < planned:         # cut short: test what is
+                cause = f"the time limit ({seconds:.0f} s at {budget})" if by_time < fits \
+                    else f"the output's size ({OUTCOMES} ids a kernel)"
+                break
+            if draws is not None:
+                break
+            df, tested = cell_df(*samples)
+            if df == 0:
+                break
+            planned = max(MIN_DRAWS, planned_draws(df, tested, target, alpha, power))
+            if planned <= samples[0].shape[0]:
+                break
     except Exception as exc:         # a crash or an invalid output on other seeds: a gap
-        return {"verdict": "untested", "reason": f"a kernel failed on a fresh seed: "
+        return {**plan, "verdict": "untested", "reason": f"a kernel failed on a fresh seed: "
                 f"{type(exc).__name__}: {exc}"[:300]}
-    if samples[0].shape[2] != samples[1].shape[2]:
-        width = max(s.shape[2] for s in samples)
-        samples = [torch.nn.functional.pad(s, (0, width - s.shape[2]), value=PAD)
-                   for s in samples]
-    result = homogeneity(samples[0], samples[1], alpha, power)
-    result["seconds"] = round(time.perf_counter() - started, 2)
+    made = samples[0].shape[0]
+    result = {**plan, **homogeneity(samples[0], samples[1], alpha, power),
+              "planned_draws": planned, "seconds": round(time.perf_counter() - started, 2)}
     if result["rejected"] is None:
-        return {**result, "verdict": "untested", "reason": "no row has two outcomes with "
+        return {**result, "verdict": "undecided", "reason": "no row has two outcomes with "
                 "enough draws (no degrees of freedom)"}
-    if not result["rejected"] and result["tv"] > MAX_TV:
-        return {**result, "verdict": "untested", "reason": (
-            f"too weak to clear it: p = {result['p_value']:.3g}, but over {draws} draws the "
-            f"test detects only a total variation >= {result['tv']:.3g} on every row, above "
-            f"{MAX_TV:g} (what quick's law checks resolve)")}
-    return {**result, "verdict": "differs" if result["rejected"] else "same-law"}
+    if result["rejected"]:
+        return {**result, "verdict": "differs"}
+    if result["tv"] <= target:
+        return {**result, "verdict": "same-law"}
+    short = f"; {made} of the {planned} draws planned, cut short by {cause}" \
+        if made < planned else ""
+    return {**result, "verdict": "undecided", "reason": (
+        f"too weak to decide: not rejected, but its {made} draws detect only a total "
+        f"variation >= {result['tv']:.3g} on every row, above the {target:g} the family's "
+        f"checks resolve at {budget}{short}")}
+
+
+def power_label(law: dict | None) -> str:
+    """'power 0.21': the total variation a law test detects on every row (with power 0.99),
+    or 'no test' where none ran."""
+    value = (law or {}).get("tv")
+    return f"power {value:.3g}" if isinstance(value, (int, float)) else "no test"
 
 
 def describe(law: dict) -> str:
     """The test in one clause, for a report: 'two-sample chi-square over 256 x 8 draws per
     kernel: X^2 = 77.9 on 72 df, p = 0.298 (alpha 0.001; detects chi-square distance >=
     0.713 summed over the 8 rows tested, total variation >= 0.149 on every row, with power
-    0.99)'; an untested law: why."""
+    0.99; the budget quick asks 0.05)'; a law without a test: why."""
     if law.get("p_value") is None:
         return law.get("reason", "?")
     rows = law.get("rows_tested", 0)
+    target = f"; the budget {law['budget']} asks {law['target_tv']:g}" \
+        if "target_tv" in law and "budget" in law else ""
     power = (f"; detects chi-square distance >= {law['distance']:.3g} summed over the "
              f"{rows} row{'s' if rows != 1 else ''} tested, total variation >= "
-             f"{law['tv']:.3g} on every row, with power {law['power']:g}") \
+             f"{law['tv']:.3g} on every row, with power {law['power']:g}{target}") \
         if "distance" in law else ""
     return (f"two-sample chi-square over {law['draws']} x {law['rows']} draws per kernel: "
             f"X^2 = {law['statistic']:.1f} on {law['df']} df, p = {law['p_value']:.3g} "

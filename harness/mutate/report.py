@@ -4,8 +4,9 @@ html.py) and the terminal's summary, rewritten after every mutant like a check r
 
 summary.md holds the per-kernel score table that docs/measurements/ takes: one row with the
 counts of each outcome and the score with its interval; then the score per operator and per
-source line, every mutant, each gap with its inputs and both outputs (and its law test), and
-each same-law mutant with its law test.
+source line, every mutant, each gap with its inputs and both outputs (and its law test),
+each undecided mutant (its law test could not decide: "undecided (power N)", outside the
+score) and each same-law mutant with its law test.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sampling_harness.mutate.classify import (
     score,
     table,
 )
-from sampling_harness.mutate.law import describe
+from sampling_harness.mutate.law import describe, power_label
 
 SCORE_HEADER = ["kernel", "budget", "device", "mutants", *OUTCOMES, "score (killed / "
                 "killed + gap)", "seconds"]
@@ -91,6 +92,9 @@ def gap_details(result: Result) -> list[str]:
 
 def law_verdict(law: dict) -> str:
     """The law test's verdict in words (harness/mutate/law.py)."""
+    if law.get("verdict") == "undecided":
+        return f"undecided ({power_label(law)}): {law.get('reason', '?')}" \
+            if law.get("p_value") is not None else "undecided (no test)"
     return {"same-law": "same law (not rejected)", "differs": "the law differs (rejected)",
             "values": "no law to test"}.get(law.get("verdict"), "not tested")
 
@@ -112,13 +116,19 @@ def to_markdown(results: list[Result], meta: dict) -> str:
              "## Mutants", "", _row(["mutant", "line", "change", "operator", "outcome",
                                      "check", "seconds", "detail"]), "|" + "---|" * 8]
     for r in sorted(results, key=lambda r: r.id):
-        lines.append(_row([r.id, where(r), change(r), r.site.operator, f"**{r.outcome}**",
+        lines.append(_row([r.id, where(r), change(r), r.site.operator, f"**{r.outcome_text}**",
                            r.check or "-", f"{r.seconds:.1f}", r.detail]))
     gaps = [r for r in results if r.outcome == "gap"]
     if gaps:
         lines += ["", "## Gaps (every check passed; an output differs from the original's)",
                   ""]
         for r in gaps:
+            lines += gap_details(r)
+    undecided = [r for r in results if r.outcome == "undecided"]
+    if undecided:
+        lines += ["", "## Undecided (outputs differ on the same seed; the law test could not "
+                      "decide: outside the score)", ""]
+        for r in undecided:
             lines += gap_details(r)
     same = [r for r in results if r.outcome == "same-law"]
     if same:
@@ -143,8 +153,8 @@ def to_json(results: list[Result], meta: dict) -> str:
 
 
 def to_junit(results: list[Result], meta: dict) -> str:
-    """One test case per mutant: killed passes, a gap or an error fails, same-law,
-    equivalent, dead and stillborn mutants are skipped with their reason."""
+    """One test case per mutant: killed passes, a gap or an error fails, undecided,
+    same-law, equivalent, dead and stillborn mutants are skipped with their reason."""
     suite = ET.Element("testsuite", name=f"sampling-harness mutate {meta.get('family')} "
                        f"{meta.get('kernel')}", tests=str(len(results)),
                        failures=str(sum(r.outcome == "gap" for r in results)),
@@ -162,7 +172,7 @@ def to_junit(results: list[Result], meta: dict) -> str:
                           message=f"{r.outcome}: {r.detail}").text = \
                 "\n".join(gap_details(r)) if r.outcome == "gap" else r.detail
         elif r.outcome != "killed":
-            ET.SubElement(case, "skipped", message=f"{r.outcome}: {r.detail}")
+            ET.SubElement(case, "skipped", message=f"{r.outcome_text}: {r.detail}")
     return ET.tostring(suite, encoding="unicode") + "\n"
 
 
@@ -174,6 +184,11 @@ def terminal_lines(results: list[Result], meta: dict, directory: Path) -> list[s
     if gaps:
         lines += ["", "gaps (every check passed; an output differs):"]
         lines += [f"  {r.id} {r.site.label}: {r.detail}" for r in gaps]
+    undecided = [r for r in results if r.outcome == "undecided"]
+    if undecided:
+        lines += ["", "undecided (outputs differ on the same seed; the law test could not "
+                      "decide; outside the score):"]
+        lines += [f"  {r.id} {r.site.label}: {r.outcome_text}: {r.detail}" for r in undecided]
     same = [r for r in results if r.outcome == "same-law"]
     if same:
         lines += ["", "same law (outputs differ on the same seed; the laws cannot be told "

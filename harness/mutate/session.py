@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from sampling_harness.errors import HarnessError
-from sampling_harness.mutate import coverage
+from sampling_harness.mutate import coverage, law
 from sampling_harness.mutate.classify import Result, classify, dead, first_line, score
 from sampling_harness.mutate.edit import apply
 from sampling_harness.mutate.html import to_html
@@ -148,6 +148,7 @@ class MutateRun:
             env = environment(self.settings, mutant.source_root, directory / "calls.json",
                               slot=slot, against=original["calls"], original=target_name,
                               stop_first=True)
+            env[law.ENV_BUDGET] = self.settings.budget    # the law test's draws follow it
             run = run_child(command(self.settings, target, directory / "report", per_call),
                             env, directory, timeout)
             return classify(mid, site, run, directory / "calls.json")
@@ -164,7 +165,7 @@ class MutateRun:
         by = f" by {result.check}" if result.outcome == "killed" and result.check else ""
         took = f" in {result.seconds:.1f} s" if result.seconds else ""
         print(f"[{len(self.results):{width}d}/{self.total}] {result.id} {result.site.label} "
-              f"({result.site.operator}): {result.outcome}{by}{took}: {result.detail}",
+              f"({result.site.operator}): {result.outcome_text}{by}{took}: {result.detail}",
               flush=True)
         self.write(complete=False)
 
