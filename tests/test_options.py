@@ -24,7 +24,7 @@ GIVEN = {"kernel": ["torch-fp32", "pkg.mod:fn"], "device": "cpu", "budget": "smo
          "seed": 7, "report_dir": "out/here", "select": "test_tail or test_validity",
          "call_timeout": 12.5, "family_alpha": 0.001, "statistical_checks": 9,
          "sanitize": "memcheck", "gpus": 2, "workers_per_gpu": 3, "memory_budget": 2**30,
-         "pytest_output": "full",
+         "isolation": "none", "pytest_output": "full",
          "precompile": False}
 
 

@@ -119,7 +119,7 @@ class HarnessSession:
                 "complete": complete and not unfinished, "not_finished": unfinished,
                 "selected": len(self.checks) or None, "skipped": self.skipped_records(),
                 "finished": len(self.verdicts) + len(self.skipped),
-                **({"workers": self.workers} if self.workers else {}),
+                **({"workers": self.workers} if (self.workers or 0) > 1 else {}),
                 **({"world_size": self.shard.world} if self.shard.world > 1 else {})}
 
     def ordered(self) -> list[Verdict]:
@@ -145,7 +145,7 @@ class HarnessSession:
         self.order = {nodeid: i for i, nodeid in enumerate(nodeids)}
         terminal = self.plugins.get_plugin("terminalreporter")
         if terminal is not None and self.checks and not self.worker:
-            spread = (f", over {self.workers} workers" if self.workers else
+            spread = (f", over {self.workers} workers" if (self.workers or 0) > 1 else
                       f", sharded over {self.shard.world} ranks" if self.shard.world > 1 else "")
             terminal.write_line(
                 f"sampling-harness: {len(self.checks)} checks, budget {self.budget}, device "
