@@ -182,8 +182,9 @@ class Recorder:
     def _law(self, runner, key: str, inputs: dict, seed, reference, output) -> dict:
         """The law test of a call of a stochastic family whose ids differ
         (harness/mutate/law.py): the original and the mutant called on its inputs with
-        fresh seeds, as many times as the budget's target deviation asks; torch's generators are put back after it by
-        ``observe``, so the rest of the run is as without it."""
+        fresh seeds, as many times as the budget's target deviation asks; torch's
+        generators are put back after it by ``observe``, so the rest of the run is as
+        without it."""
         from sampling_harness.mutate import law
 
         try:
