@@ -23,7 +23,7 @@ import signal
 import sys
 import threading
 
-DEADLINE = 8.0        # seconds from the first stop signal to the process's exit, at most
+DEADLINE = 5.0        # seconds from the first stop signal to the process's exit, at most
 HARD_STOPS: list = []   # callables run at the deadline (killing workers), in order
 
 
