@@ -525,7 +525,7 @@ def test_mutate_names_unknown_mutants_and_refuses_baselines(tmp_path):
 # small N): four mutants, one of each kind of row, picked by what they change (ids shift when
 # the reachable source changes); about 110 s on the 2-core CI machine (docs/how-to/mutate.md):
 # the original's run and the two survivors' each run every check (some 25 s each), the
-# re-keying survivor its law test (smoke's 30 s), the killed one stops at its first call,
+# re-keying survivor its law test (smoke's 10 s), the killed one stops at its first call,
 # the dead one is not run.
 CI_PICKS = {   # outcome -> (module, function, original, replacement, text of its line)
     "killed": ("triton_race", "float32_rows", "!=", "==", "probs.dtype != torch.float32"),
@@ -559,7 +559,7 @@ def test_ci_case_triton_exact_at_smoke(tmp_path):
     outcomes = {m["id"]: m["outcome"] for m in report["mutants"]}
     # the fresh-seed range shifted by one: other tokens from the same law. Its law test's
     # 1 x 2 call needs 1578 draws a kernel for smoke's 0.1; under the interpreter smoke's
-    # 30 s make a few hundred: undecided, with the total variation it detects (a machine
+    # 10 s make a few dozen: undecided, with the total variation it detects (a machine
     # five times faster makes them all: same-law). Never a gap.
     rekeyed = next(m for m, o in wanted.items() if o == "undecided")
     assert outcomes[rekeyed] in ("undecided", "same-law"), out[-3000:]

@@ -64,7 +64,7 @@ kernel, by the rows of the call and the cells each fills, at the sample family's
   | 64 x 32 | 1984 | 368.6 | 289 | 1,153 | 28,801 | 115,203 |
 
 ``M`` is at least ``MIN_DRAWS`` = 32 and at most what fits in
-``OUTCOMES`` = 2^23 ids a kernel and in ``SECONDS`` of calls (30 s at smoke, 120 s at
+``OUTCOMES`` = 2^23 ids a kernel and in ``SECONDS`` of calls (10 s at smoke, 120 s at
 quick and above: the time of the first ``TIMED`` draws of each kernel, then of each round,
 sets it): a test cut short by either states the draws it made and the total variation it
 detects.
@@ -101,7 +101,7 @@ POWER = 0.99               # the power at which the detectable deviation is stat
 CELLS = 32                 # outcomes of a row pooled into at most this many equal-mass cells
 MIN_DRAWS = 32             # fewer (a very large output, a very slow kernel): no test
 OUTCOMES = 1 << 23         # ids kept per kernel at most (64 MiB of int64): M x B x W
-SECONDS = {"smoke": 30.0, "quick": 120.0, "standard": 120.0, "thorough": 120.0}
+SECONDS = {"smoke": 10.0, "quick": 120.0, "standard": 120.0, "thorough": 120.0}
 TIMED = 4                  # the first calls of each kernel, timed for the estimate
 ROUNDS = 6                 # plans of M at most (each from the cells the draws so far fill)
 PAD = -1                   # fills a short row of ids (lists of drafts)
