@@ -30,6 +30,15 @@ SCORE_HEADER = ["kernel", "budget", "device", "mutants", *OUTCOMES, "score (kill
                 "killed + gap)", "seconds"]
 
 
+# the survivors whose differing calls summary.md details, in order, with their section titles
+SURVIVOR_SECTIONS = (
+    ("gap", "Gaps (every check passed; an output differs from the original's)"),
+    ("undecided", "Undecided (outputs differ on the same seed; the law test could not "
+                  "decide: outside the score)"),
+    ("same-law", "Same law (outputs differ on the same seed; a two-sample test cannot tell "
+                 "the laws apart)"),
+)
+
 def _cell(value) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
@@ -118,24 +127,12 @@ def to_markdown(results: list[Result], meta: dict) -> str:
     for r in sorted(results, key=lambda r: r.id):
         lines.append(_row([r.id, where(r), change(r), r.site.operator, f"**{r.outcome_text}**",
                            r.check or "-", f"{r.seconds:.1f}", r.detail]))
-    gaps = [r for r in results if r.outcome == "gap"]
-    if gaps:
-        lines += ["", "## Gaps (every check passed; an output differs from the original's)",
-                  ""]
-        for r in gaps:
-            lines += gap_details(r)
-    undecided = [r for r in results if r.outcome == "undecided"]
-    if undecided:
-        lines += ["", "## Undecided (outputs differ on the same seed; the law test could not "
-                      "decide: outside the score)", ""]
-        for r in undecided:
-            lines += gap_details(r)
-    same = [r for r in results if r.outcome == "same-law"]
-    if same:
-        lines += ["", "## Same law (outputs differ on the same seed; a two-sample test cannot "
-                      "tell the laws apart)", ""]
-        for r in same:
-            lines += gap_details(r)
+    for outcome, title in SURVIVOR_SECTIONS:
+        survivors = [r for r in results if r.outcome == outcome]
+        if survivors:
+            lines += ["", f"## {title}", ""]
+            for r in survivors:
+                lines += gap_details(r)
     modules = meta.get("modules") or {}
     if modules:
         lines += ["", "## Reachable source", ""] + [f"- `{m}`: {path}"
