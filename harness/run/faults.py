@@ -70,6 +70,7 @@ class Watch:
         (folder / PID.format(worker=worker)).write_text(str(os.getpid()))
         self.state: dict = {"pid": os.getpid()}
         self.calls = 0
+        self.in_call = False
         self.spoiled: str | None = None
         _rewrite(self.state_fd, self.state)
 
@@ -83,11 +84,13 @@ class Watch:
         _rewrite(self.call_fd, {"calls": 0})
 
     def calling(self, note: str, timeout: float) -> None:
+        self.in_call = True
         _rewrite(self.call_fd, {"calls": self.calls, "note": note, "timeout": timeout,
                                 "started": time.time()})
 
     def returned(self) -> None:
         self.calls += 1
+        self.in_call = False
         _rewrite(self.call_fd, {"calls": self.calls})
 
     def spoil(self, why: str) -> None:
@@ -95,12 +98,9 @@ class Watch:
         should making this check's verdict hang (a CUDA call behind a kernel that never
         ends)."""
         self.spoiled = why
-        if not self.calling_now():
+        if not self.in_call:
             _rewrite(self.call_fd, {"calls": self.calls, "spoiled": why,
                                     "started": time.time(), "timeout": RETIRE_DEADLINE})
-
-    def calling_now(self) -> bool:
-        return "note" in json.loads(os.pread(self.call_fd, 1 << 16, 0) or b"{}")
 
     def retire(self, carried: str, outcome: str, wasxfail: str | None) -> None:
         """Hand the check's verdict (``xdist_gpus.pack``'s JSON) to the controller and exit."""
