@@ -2,7 +2,8 @@
 
 * every relative link in README.md and docs/**/*.md resolves, and so does its #anchor
   (GitHub's heading slugs);
-* every repository path the documents name (``harness/...``, ``scripts/...``) exists;
+* every repository path the documents name (``harness/...``, ``scripts/...``) exists, and
+  a one-off script cited as ``<commit>:<path>`` (removed from the tree) exists at that commit;
 * README.md is a user document: under 300 lines, no dates, no "stop N", no "issue N";
 * README.md's test command is what .ci/run runs;
 * docs/reference/cli.md has a section for every subcommand and names every option.
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,9 +24,10 @@ FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.M | re.S)
 CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
-REPO_PATH = re.compile(r"(?<![\w./<-])((?:harness|reference|kernels|suites|tests|scripts|"
+REPO_PATH = re.compile(r"(?<![\w./<:-])((?:harness|reference|kernels|suites|tests|scripts|"
                        r"docs|benchmarks|\.ci)/[\w./-]*[\w/])")
 PLACEHOLDERS = ("top_n", "top-n")
+COMMITTED_PATH = re.compile(r"\b([0-9a-f]{7,40}):((?:scripts|tests|benchmarks|harness|kernels)/[\w./-]*\w)")
 HISTORY = re.compile(r"20[0-9]{2}-[0-9]{2}-[0-9]{2}|stop [0-9]+|issue [0-9]+")
 TEST_COMMAND = "TRITON_INTERPRET=1 python -m pytest tests -q -n 2"
 
@@ -96,6 +99,28 @@ def test_named_repository_paths_exist(path):
                       if not any(p in found for p in PLACEHOLDERS)
                       and not (ROOT / found).exists()})
     assert not missing, f"{_name(path)} names paths that do not exist: {missing}"
+
+
+def _in_history(commit: str, path: str) -> bool | None:
+    """Whether ``path`` exists at ``commit``; None where git or that commit is not here
+    (a shallow clone)."""
+    try:
+        known = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"],
+                               capture_output=True, timeout=30)
+        if known.returncode != 0:
+            return None
+        found = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}:{path}"],
+                               capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return found.returncode == 0
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=_name)
+def test_cited_commit_paths_exist_at_their_commit(path):
+    cited = sorted(set(COMMITTED_PATH.findall(path.read_text(encoding="utf-8"))))
+    missing = [f"{c}:{p}" for c, p in cited if _in_history(c, p) is False]
+    assert not missing, f"{_name(path)} cites commit:path pairs that do not exist: {missing}"
 
 
 def test_the_link_check_can_fail(tmp_path):
