@@ -177,3 +177,19 @@ def noise_never_drawn(tokens, parents, draft_probs, target_probs, greedy, seed):
     return tree_verify(tokens, parents, draft_probs, target_probs, greedy, seed,
                        Pieces(race=_unfilled))
 
+
+
+
+def _listed_rule_residual(target_rows, draft_rows, spent, children):
+    p = target_rows.to(torch.float64)
+    left = torch.where(children, 0.0, p)
+    return torch.where((left > 0).any(dim=1, keepdim=True), left, p)
+
+
+def drawn_residual_as_listed(tokens, parents, draft_probs, target_probs, greedy, seed):
+    """After drawn children are rejected, the last token drawn from p without the children's
+    tokens (the rule for listed children) instead of max(p - C q, 0): tokens the draft
+    covered but did not draw come back, sequences of probability 0 that validation lets
+    through."""
+    return tree_verify(tokens, parents, draft_probs, target_probs, greedy, seed,
+                       Pieces(residual=_listed_rule_residual))

@@ -82,6 +82,12 @@ MUTANTS = (
            bug=("one generator for the whole batch: a request's coins follow its "
                 "batch-mates' node counts and its noise the batch size (vLLM PR 1637 review; "
                 "PR 2514 added per-request generators)")),
+    Mutant("drawn-residual-as-listed", f"{MUTANTS_AT}:drawn_residual_as_listed",
+           caught_by=("independence", "law"), budget="quick",
+           bug=("after drawn children are rejected, the last token drawn from p without "
+                "the drawn tokens (the listed children's rule) instead of max(p - C q, 0): a "
+                "token the draft covered but did not draw comes back, a sequence of "
+                "probability 0 that validation lets through")),
     Mutant("noise-never-drawn", f"{MUTANTS_AT}:noise_never_drawn",
            caught_by=("independence",), budget="quick",
            bug=("the last token's noise drawn into a copy, so the race runs on a buffer "
