@@ -44,6 +44,7 @@ def kernel_file(tmp_path):
 
 @pytest.mark.parametrize("args,reason", [
     (["check", "nope"], "unknown family 'nope'"),
+    (["check", "sampel"], "unknown family 'sampel'; did you mean 'sample'? (known: sample, "),
     (["check", "sample", "--kernel", "no.such.module:fn"], "cannot import 'no.such.module'"),
     (["check", "sample", "--kernel", "sampling_harness.commands.cli"],
      "names no function: give sampling_harness.commands.cli:FUNCTION"),
@@ -51,6 +52,10 @@ def kernel_file(tmp_path):
      "has no attribute 'nothing'"),
     (["check", "all", "--kernel", "torch-fp32"], "check all runs every registered"),
     (["check", "sample", "--kernel", "torch-fp32", "-k", "no_such_check"], "no checks selected"),
+    (["check", "sample", "--kernel", "torch-fp32", "-k", "fit_curatd"],
+     "no checks selected (-k 'fit_curatd'); did you mean 'fit_curated'"),
+    (["check", "sample", "--kernel", "torch-fp32", "-k", "test_indepndence"],
+     "no checks selected (-k 'test_indepndence'); did you mean 'test_independence'?"),
 ])
 def test_harness_errors_exit_2_with_one_line(args, reason, tmp_path):
     code, output, _ = cli(*args, "--device", "cpu", report_dir=tmp_path)

@@ -129,7 +129,7 @@ def test_the_plugin_makes_and_marks_the_items_from_the_declaration():
 
 def test_the_api_names_a_misspelt_check_before_it_runs(tmp_path):
     from sampling_harness.api import run_checks
-    with pytest.raises(HarnessError, match="family 'sample' declares no check 'fit'; its "
-                                           "checks: validity, fit_curated"):
+    with pytest.raises(HarnessError, match=r"family 'sample' declares no check 'fit' \(its "
+                                           r"checks: validity, fit_curated"):
         run_checks("sample", "torch-fp64", tmp_path, checks=["fit"])
     assert not any(tmp_path.iterdir())

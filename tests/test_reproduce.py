@@ -63,7 +63,7 @@ def test_selects_the_check_by_its_exact_name(recorded, tmp_path):
         report["checks"][0]["name"] = report["checks"][0]["check"] = "fit"
     code, output, _ = cli("reproduce", edited(recorded, tmp_path, edit), "fit",
                           report_dir=tmp_path / "again")
-    assert code == 2 and "family 'sample' declares no check 'fit'; its checks: " \
+    assert code == 2 and "family 'sample' declares no check 'fit' (its checks: " \
         "validity, fit_curated" in output
     assert "Traceback" not in output and not (tmp_path / "again" / "report.json").exists()
 
@@ -77,7 +77,7 @@ def one_error_line(capsys, argv) -> str:
 
 def test_an_unknown_check_lists_the_reports_checks(recorded, capsys):
     line = one_error_line(capsys, ["reproduce", str(recorded), "validity"])
-    assert f"{recorded} has no check 'validity'; its checks: fit_curated, tail" in line
+    assert f"{recorded} has no check 'validity' (its checks: fit_curated, tail)" in line
 
 
 def test_several_kernels_need_kernel(recorded, tmp_path, capsys):

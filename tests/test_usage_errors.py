@@ -34,6 +34,10 @@ def run(*args: str, cwd=None, env=None) -> subprocess.CompletedProcess:
     (["bench", "nope"], "sampling-harness: error: argument family: invalid choice: 'nope' "
                         "(choose from sample, "),
     (["list", "nope"], "sampling-harness: error: argument family: invalid choice: 'nope' "),
+    (["list", "sampel"], "sampling-harness: error: argument family: invalid choice: 'sampel'; "
+                         "did you mean 'sample'? (choose from sample, "),
+    (["check", "sample", "--budget", "quik"], "sampling-harness: error: argument --budget: "
+                                              "invalid choice: 'quik'; did you mean 'quick'? "),
     (["nope"], "sampling-harness: error: argument command: invalid choice: 'nope' (choose "
                "from check, list, bench"),
     (["check", "sample", "--no-such-flag"],
@@ -80,6 +84,25 @@ def test_kernel_names_errors_in_process():
     with pytest.raises(HarnessError, match="names no function: give my_kernels.py:FUNCTION"):
         load("my_kernels.py", "sample")
     assert load("row-shift", "sample").role == "mutant"
+
+
+def test_misspelt_names_get_the_closest_in_one_phrase():
+    """Kernel, family, check and choice names share one suggestion (``did_you_mean``); a
+    count says its noun once, in the singular for 1 (``counted``)."""
+    from sampling_harness.errors import HarnessError
+    from sampling_harness.families import FAMILIES
+    from sampling_harness.families.loader import load
+    from sampling_harness.words import counted, did_you_mean
+
+    assert did_you_mean("sampel", FAMILIES) == "; did you mean 'sample'?"
+    assert did_you_mean("zzzz", FAMILIES) == ""
+    with pytest.raises(HarnessError, match=r"^unknown family 'rejecton'; did you mean "
+                                           r"'rejection' or 'tree-rejection'\? \(known: sample, "):
+        load("torch-fp32", "rejecton")
+    with pytest.raises(HarnessError, match=r"declares no check 'fit_curatd'; did you mean "
+                                           r"'fit_curated'"):
+        FAMILIES["sample"].check("fit_curatd")
+    assert [counted(n, "check") for n in (0, 1, 2)] == ["0 checks", "1 check", "2 checks"]
 
 
 def test_list_takes_one_family():

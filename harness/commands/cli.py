@@ -27,19 +27,22 @@ from sampling_harness.report.writers import writable
 from sampling_harness.run.sanitize import require_tool
 from sampling_harness.run.stop import sigterm_stops
 from sampling_harness.scale import distributed, precompile, xdist_gpus
+from sampling_harness.words import counted, did_you_mean
 
 
 class _Parser(argparse.ArgumentParser):
     """A usage error is one line on stderr, exit code 2 (the usage stays under ``--help``);
-    an invalid choice lists the choices as they are typed."""
+    an invalid choice names the closest choices and lists them all as they are typed."""
 
     def error(self, message: str):
         self.exit(2, f"sampling-harness: error: {message}\n")
 
     def _check_value(self, action, value):
         if action.choices is not None and value not in action.choices:
-            raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from "
-                                                 f"{', '.join(map(str, action.choices))})")
+            choices = list(map(str, action.choices))
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}"
+                                                 f"{did_you_mean(str(value), choices)} "
+                                                 f"(choose from {', '.join(choices)})")
 
 
 def _show_defaults(parser: argparse.ArgumentParser) -> None:
@@ -116,7 +119,8 @@ def _report_dir(given: str | None) -> Path:
 def run_check(args) -> int:
     families = list(FAMILIES) if args.family == "all" else [args.family]
     if args.family != "all" and args.family not in FAMILIES:
-        raise HarnessError(f"unknown family {args.family!r}; known: {', '.join(FAMILIES)}, all")
+        raise HarnessError(f"unknown family {args.family!r}{did_you_mean(args.family, FAMILIES)}"
+                           f" (known: {', '.join(FAMILIES)}, all)")
     if args.family == "all" and args.kernel:
         raise HarnessError("check all runs every registered kernel and baseline; name a family "
                            "to check --kernel targets")
@@ -166,9 +170,10 @@ def run_check(args) -> int:
             if summary:
                 print(summary)
     if shard.world == 1:
-        return _conclude(code, report_dir, args.select)
+        return _conclude(code, report_dir, args.select, families)
     try:    # rank 0 reads the report and decides; every rank exits the same way
-        said = (_conclude(code, report_dir, args.select), None) if shard.rank == 0 else None
+        said = (_conclude(code, report_dir, args.select, families), None) \
+            if shard.rank == 0 else None
     except HarnessError as exc:
         said = (None, str(exc))
     code, error = distributed.agree(said, shard)
@@ -191,22 +196,25 @@ def precompile_ahead(args, device, families: list[str], report_dir: Path):
     return None if process is None else (process, log)
 
 
-def _conclude(code: int, report_dir: Path, select: str | None) -> int:
+def _conclude(code: int, report_dir: Path, select: str | None, families: list[str]) -> int:
     """The exit code of a finished pytest run, from its code and its report (the compact
     summary is already on the terminal: the plugin wrote it; the full table is in
-    summary.md)."""
+    summary.md). A ``-k`` that selects nothing gets the closest check names of
+    ``families``."""
     import pytest
 
     report = report_dir / "report.json"
     body = json.loads(report.read_text()) if report.exists() else {}
     verdict = body.get("verdict", "error")
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        raise HarnessError(f"no checks selected (-k {select!r})")
+        raise HarnessError(f"no checks selected (-k {select!r})"
+                           f"{did_you_mean(select or '', _check_names(families, select))}")
     unfinished = body.get("not_finished") or []
     if verdict == "incomplete" or unfinished or code == pytest.ExitCode.INTERRUPTED:
         finished, selected = body.get("finished", 0), body.get("selected")
-        of = f"{finished} of {selected}" if selected else f"{finished}"
-        raise HarnessError(f"the run is INCOMPLETE: {of} checks finished (pytest exit "
+        of = f"{finished} of {counted(selected, 'check')}" if selected else \
+            counted(finished, "check")
+        raise HarnessError(f"the run is INCOMPLETE: {of} finished (pytest exit "
                            f"{int(code)}); the report of the checks that finished is in "
                            f"{report_dir}/")
     if code == pytest.ExitCode.OK and verdict == "pass":
@@ -219,6 +227,13 @@ def _conclude(code: int, report_dir: Path, select: str | None) -> int:
         raise HarnessError(f"a check could not run (harness error); see {report_dir}/summary.md")
     raise HarnessError(f"the run did not complete (pytest exit {int(code)}); the report of the "
                        f"checks that finished, if any, is in {report_dir}/")
+
+
+def _check_names(families: list[str], select: str | None) -> list[str]:
+    """The declared checks of ``families`` as ``select`` spells them: test function names
+    (``test_fit_curated``) where it starts with ``test_``, else check names."""
+    test = (select or "").startswith("test_")
+    return sorted({c.test_name if test else c.name for f in families for c in FAMILIES[f].checks})
 
 
 def _describe(meta: dict) -> str:

@@ -26,6 +26,7 @@ from sampling_harness.options import plugin_args
 from sampling_harness.report.schema import CHECK_FIELDS, as_float, read_report, report_path
 from sampling_harness.report.writers import writable
 from sampling_harness.run.sanitize import TOOLS, require_tool
+from sampling_harness.words import counted, did_you_mean
 
 REL_TOL = 1e-9
 
@@ -70,7 +71,9 @@ def find_verdict(report: dict, check: str, kernel: str | None, path: Path) -> di
     named = [c for c in report["checks"] if c["name"] == check]
     if not named:
         known = ", ".join(sorted({c["name"] for c in report["checks"]})) or "none"
-        raise HarnessError(f"{path} has no check {check!r}; its checks: {known}")
+        raise HarnessError(f"{path} has no check {check!r}"
+                           f"{did_you_mean(check, {c['name'] for c in report['checks']})} "
+                           f"(its checks: {known})")
     if kernel is not None:
         named = [c for c in named if kernel in (c["kernel"], c["target"])]
         if not named:
@@ -145,8 +148,8 @@ def run_reproduce(args, report_dir: Path) -> int:
     writable(report_dir)
     print(f"reproduce {old['family']} / {old['kernel']} / {old['name']} of {path}: harness seed "
           f"{report['harness_seed']}, budget {report['budget']}, device {report['device']}, "
-          f"family alpha {report['family_alpha']} over {report['statistical_checks']} "
-          "statistical checks")
+          f"family alpha {report['family_alpha']} over "
+          f"{counted(report['statistical_checks'], 'statistical check')}")
 
     import pytest
     code = pytest.main(pytest_argv)

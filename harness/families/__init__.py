@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from sampling_harness.budgets import BUDGET_NAMES
 from sampling_harness.errors import HarnessError
+from sampling_harness.words import did_you_mean
 
 if TYPE_CHECKING:     # light to import: the pytest plugin reads GROUP and declaring_files
     import torch
@@ -149,8 +150,9 @@ class Family:
         for declared in self.checks:
             if declared.name == name:
                 return declared
-        raise HarnessError(f"family {self.name!r} declares no check {name!r}; its checks: "
-                           f"{', '.join(c.name for c in self.checks) or 'none'}")
+        raise HarnessError(f"family {self.name!r} declares no check {name!r}"
+                           f"{did_you_mean(name, (c.name for c in self.checks))} (its checks: "
+                           f"{', '.join(c.name for c in self.checks) or 'none'})")
 
     @property
     def signature(self) -> str:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import importlib.util
 import inspect
@@ -15,6 +14,7 @@ from pathlib import Path
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES
 from sampling_harness.families.registry import entries, role_of
+from sampling_harness.words import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -73,11 +73,10 @@ def _not_a_target(target: str, family: str, found: dict, command: str) -> Harnes
     if target.endswith(".py") or "/" in target or "." in target:
         return HarnessError(f"kernel target {target!r} names no function: give "
                             f"{target}:FUNCTION ({own})")
-    close = difflib.get_close_matches(target, list(found), n=3, cutoff=0.6)
     mutants = sorted(name for name, entry in found.items() if entry.declared is not None)
     registered = sorted(name for name in found if name not in mutants)
-    hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
-    return HarnessError(f"no kernel {target!r} in family {family}{hint} (registered: "
+    return HarnessError(f"no kernel {target!r} in family {family}"
+                        f"{did_you_mean(target, found)} (registered: "
                         f"{', '.join(registered) or 'none'}; mutants: "
                         f"{', '.join(mutants) or 'none'}; a kernel of your own: {own})")
 
@@ -86,7 +85,8 @@ def load(target: str, family: str, *, command: str = "check") -> Kernel:
     """Resolve ``target`` for ``family`` and check that it is callable with the contract.
     ``command`` is the subcommand a name of another family is pointed to."""
     if family not in FAMILIES:
-        raise HarnessError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
+        raise HarnessError(f"unknown family {family!r}{did_you_mean(family, FAMILIES)} "
+                           f"(known: {', '.join(FAMILIES)})")
     contract = FAMILIES[family]
     found = entries(family)
     if target not in found and ":" not in target:
