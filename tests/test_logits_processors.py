@@ -18,8 +18,14 @@ from sampling_harness.kernels.mutants.logits_processors_mutants import (
     penalties_in_logits_dtype,
 )
 from sampling_harness.reference.logits_processors import bitmask_allowed, process
-from sampling_harness.suites.logits_processors.batches import DTYPES, PROCESSORS, assemble
-from sampling_harness.suites.logits_processors.compare import compare
+from sampling_harness.run.terminal import one_line
+from sampling_harness.suites.logits_processors.batches import (
+    DTYPES,
+    PROCESSORS,
+    Batch,
+    assemble,
+)
+from sampling_harness.suites.logits_processors.compare import compare, summarise
 from sampling_harness.suites.logits_processors.contract import OPTIONS
 from sampling_harness.suites.logits_processors.strategies import Knobs, random_row
 
@@ -150,6 +156,21 @@ def test_the_comparison_demands_minus_inf_exactly_and_finite_elsewhere():
     closed[tuple((~masked).nonzero()[0].tolist())] = INF
     for wrong in (opened, closed):
         assert compare("x", batch, batch.inputs, wrong)["wrong"] == 1
+
+
+def test_a_failure_shows_its_value_and_reference_within_the_terminal_line():
+    """The terminal shows a failing check's message cut to its first 300 characters
+    (``one_line``): the first failure, with its value and reference, comes before the long
+    statement of the bound, even for a row with a long label."""
+    batch = random_batch(6, 3, 4099, 16, DTYPES[0])
+    batch = Batch(batch.inputs, ["rewards: repetition < 1, negative penalties"] * 3)
+    wrong = _call(logits_processors_torch, batch.inputs)
+    row, token = wrong.isfinite().nonzero()[-1].tolist()
+    wrong[row, token] += 1.0
+    record = compare("curated", batch, batch.inputs, wrong)
+    assert "(1 value wrong)" in record["failure"] and "reference " in record["failure"]
+    shown = one_line(summarise([record] * 40, "curated rows").message)
+    assert record["failure"] in shown, shown
 
 
 def test_history_buckets_and_the_widest_history():

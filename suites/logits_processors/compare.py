@@ -3,7 +3,8 @@ bound, and the outcome of a check from its comparisons.
 
 For every value the reference (reference/logits_processors.py) gives y and the sum of the
 magnitudes of its terms s; the kernel's value must be -inf where y is -inf, finite elsewhere
-and within 2^-21 s of y (``BOUND_TEXT``, stated in every message). Float32 arithmetic stays
+and within 2^-21 s of y (``BOUND_TEXT``, stated in every message, after a failure's values:
+the terminal shows a message's first 300 characters). Float32 arithmetic stays
 within about 8 units in the last place of the terms, so the bound is a factor of a few
 above it; bfloat16 or float16 arithmetic misses it by orders of magnitude. No statistics: a
 correct kernel never fails, and any value outside its bound fails the check.
@@ -18,6 +19,7 @@ from sampling_harness.report.plots import by_error, errors_plot, pop_plot
 from sampling_harness.suites.logits_processors.batches import Batch, on_device
 from sampling_harness.suites.logits_processors.contract import OPTIONS
 from sampling_harness.verdict import Outcome
+from sampling_harness.words import counted
 
 PLOTTED = 2**18          # values in a comparison's plot at most (a strided subset beyond)
 
@@ -56,7 +58,7 @@ def compare(name: str, batch: Batch, inputs: dict, output: torch.Tensor) -> dict
         record["failure"] = (
             f"{name} ({batch.dtype}), row {row} ({label}), token {token}: "
             f"{float(got[row, token])!r}, reference {float(want.values[row, token])!r}: "
-            f"{what} ({record['wrong']} values wrong)")
+            f"{what} ({counted(record['wrong'], 'value')} wrong)")
     finite = ~masked & got.isfinite()
     step = max(1, int(finite.sum()) // PLOTTED)
     record["plot"] = errors_plot(f"{name} ({batch.dtype})", error[finite][::step].cpu(),
@@ -81,8 +83,8 @@ def summarise(records: list[dict], what: str) -> Outcome:
     worst = max((r["worst_ratio"] for r in records), default=0.0)
     bound = f"within {BOUND_TEXT} of the float64 reference, -inf exactly where it is -inf"
     if failures:
-        message = (f"{len(failures)} of {len(records)} calls off the contract ({bound}); "
-                   f"first: {failures[0]}")
+        message = (f"{len(failures)} of {len(records)} calls off the contract; first: "
+                   f"{failures[0]}; the contract: {bound}")  # the values before the long bound
     else:
         message = (f"{values:,} values of {len(records)} calls ({what}) {bound}; worst error "
                    f"{worst:.3g} of its bound")
