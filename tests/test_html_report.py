@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sampling_harness.report.html import FigureCache, to_html
+from sampling_harness.report.html import STYLE, FigureCache, to_html
 from sampling_harness.report.plots import (
     CAP,
     by_error,
@@ -51,6 +51,46 @@ def verdict(name: str, state: str = "pass", plot: dict | None = None, **fields) 
 
 def drawn(probs: np.ndarray, draws: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).multinomial(draws, probs / probs.sum())
+
+
+def css_rules(style: str) -> dict[str, dict[str, str]]:
+    """selector -> {property: value} of a flat style sheet (no at-rules)."""
+    rules = {}
+    for block in style.split("}"):
+        selectors, _, body = block.partition("{")
+        props = dict(p.split(":", 1) for p in body.split(";") if ":" in p)
+        for selector in selectors.split(","):
+            if selector.strip():
+                rules.setdefault(" ".join(selector.split()), {}).update(
+                    {k.strip(): v.strip() for k, v in props.items()})
+    return rules
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2 contrast ratio of two #rrggbb (or #rgb) colours (1 to 21)."""
+    def luminance(colour: str) -> float:
+        colour = colour if len(colour) == 7 else "#" + "".join(c * 2 for c in colour[1:])
+        channels = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+                  for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+SHOWN_COLOURS = """
+let e = arguments[0], back = "rgb(255, 255, 255)";
+for (let up = e; up; up = up.parentElement) {
+  const b = getComputedStyle(up).backgroundColor;
+  if (b !== "transparent" && b !== "rgba(0, 0, 0, 0)") { back = b; break; }
+}
+return [getComputedStyle(e).color, back];
+"""   # an element's text colour and the first opaque background under it (white: the page)
+
+
+def hex_of(css: str) -> str:
+    """'rgb(77, 86, 86)' (a computed colour) as '#4d5656'."""
+    return "#" + "".join(f"{int(v):02x}" for v in re.findall(r"\d+", css)[:3])
 
 
 def test_pooled_counts_are_what_the_chisquare_compares():
@@ -228,7 +268,8 @@ def chrome():
                            "(apt-get install chromium chromium-driver)")
 def test_real_run_in_a_headless_browser(tmp_path):
     code, output, report = cli("check", "sample", "--kernel", "double-softmax", "--kernel",
-                               "torch-fp64", "-k", "fit_curated", "--budget", "smoke",
+                               "torch-fp64", "-k", "fit_curated or fit_large_vocab",
+                               "--budget", "smoke",
                                "--device", "cpu", report_dir=tmp_path, timeout=300)
     assert report is not None, output
     states = {c["kernel"]: c["verdict"] for c in report["checks"]}
@@ -248,6 +289,9 @@ def test_real_run_in_a_headless_browser(tmp_path):
         assert image.get_attribute("src").startswith("data:image/png;base64,")
         assert driver.execute_script("return arguments[0].complete && "
                                      "arguments[0].naturalWidth", image) > 0
+        skipped = driver.find_element("css selector", "tr.skipped td")    # GPU only
+        shown = driver.execute_script(SHOWN_COLOURS, skipped)
+        assert contrast(*map(hex_of, shown)) >= 4.5, shown
         driver.save_screenshot(str(tmp_path / "report.png"))
     finally:
         driver.quit()
@@ -275,3 +319,20 @@ def test_skipped_checks_are_in_all_four_files_with_their_reason(tmp_path):
     page = (tmp_path / "report.html").read_text()
     assert page.count('<tr class="skipped">') == 2 and "no &lt;GPU&gt; | here" in page
     assert "3 of 3 checks finished: 1 pass, 0 fail, 0 error, 2 skipped" in page
+
+
+def test_a_skipped_row_is_readable_and_still_looks_skipped():
+    """WCAG AA for text (contrast >= 4.5) in a skipped row and its badge; the row keeps a
+    background and style of its own; no rule for a bare ``.skipped`` (a badge colour) also
+    paints the row, whose class it is."""
+    rules = css_rules(STYLE)
+    assert contrast("#777777", "#7f8c8d") < 1.5 and contrast("#000000", "#ffffff") == 21
+    assert ".skipped" not in rules and "tr.skipped" not in rules
+    row = rules[".checks tr.skipped td"]
+    page = rules["body"].get("background", "#ffffff")
+    assert contrast(row["color"], row["background"]) >= 4.5
+    assert row["background"] != page and row.get("font-style") == "italic"
+    badge = rules[".badge.skipped"]["background"]
+    assert contrast(rules[".badge"]["color"], badge) >= 4.5
+    assert badge != row["background"]
+

@@ -24,7 +24,7 @@ h1 { font-size: 1.5em; margin: 0 0 .3em; } h2 { font-size: 1.2em; margin-top: 1.
 h3 { font-size: 1em; margin: 0 0 .4em; }
 .badge { padding: .1em .5em; border-radius: 4px; color: #fff; font-weight: 600; }
 .pass { background: #1e8449; } .fail { background: #c0392b; } .error { background: #7d3c98; }
-.incomplete { background: #b9770e; } .skipped { background: #7f8c8d; }
+.incomplete { background: #b9770e; } .badge.skipped { background: #5d6d7e; }
 .banner { border: 2px solid #b9770e; background: #fdf2e9; padding: .5em 1em; margin: .5em 0 1em;
   max-width: 60em; font-weight: 600; }
 .meta { border-collapse: collapse; margin: .3em 0 1em; }
@@ -35,7 +35,7 @@ table.checks { border-collapse: collapse; width: 100%; font-size: 13px; }
 .checks th { background: #f4f6f7; position: sticky; top: 0; white-space: nowrap; }
 .checks td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 .checks tr.bad td { background: #fdedec; } .checks tr.stated td { background: #fef9e7; }
-.checks tr.skipped td { color: #777; }
+.checks tr.skipped td { color: #4d5656; background: #f4f6f7; font-style: italic; }
 .checks td.msg { max-width: 40em; overflow-wrap: anywhere; }
 code { font: 12px ui-monospace, monospace; background: #f4f6f7; padding: .1em .3em;
   overflow-wrap: anywhere; }
