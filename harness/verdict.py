@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from sampling_harness.words import counted
+
 
 @dataclass
 class Outcome:
@@ -72,5 +74,5 @@ def finished_of_selected(verdicts: list[Verdict], meta: dict) -> str:
     """'3 of 77 checks finished' (the total when the run knows it); a skipped check is a
     finished one (``meta["finished"]``: checks with a verdict or skipped)."""
     finished, selected = meta.get("finished", len(verdicts)), meta.get("selected")
-    return f"{finished} of {selected} checks finished" if selected else \
-        f"{finished} checks finished"
+    return f"{finished} of {counted(selected, 'check')} finished" if selected else \
+        f"{counted(finished, 'check')} finished"

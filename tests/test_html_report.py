@@ -336,3 +336,10 @@ def test_a_skipped_row_is_readable_and_still_looks_skipped():
     assert contrast(rules[".badge"]["color"], badge) >= 4.5
     assert badge != row["background"]
 
+
+def test_one_check_is_said_in_the_singular(tmp_path):
+    meta = {**META, "complete": False, "selected": 1, "finished": 0, "not_finished": ["x::a"]}
+    write_all(tmp_path, [], meta)
+    assert "0 of 1 check finished" in (tmp_path / "report.html").read_text()
+    assert (tmp_path / "summary.md").read_text().startswith(
+        "# sampling-harness: INCOMPLETE (0 of 1 check finished)")

@@ -20,6 +20,7 @@ from pathlib import Path
 from sampling_harness.errors import HarnessError
 from sampling_harness.report.schema import as_float, read_report, report_path
 from sampling_harness.report.writers import atomic_write, writable
+from sampling_harness.words import counted
 
 WORSE = {("pass", "fail"), ("pass", "error"), ("fail", "error")}
 COLUMNS = ("verdict", "p_value", "statistic", "samples", "min_detectable_effect", "alpha")
@@ -153,7 +154,7 @@ def to_markdown(table, header: list[str]) -> str:
 def _describe(label: str, path: Path, report: dict) -> str:
     return (f"- {label}: `{path}`: {report['verdict']}, budget `{report['budget']}`, device "
             f"`{report['device']}`, harness seed `{report['harness_seed']}`, "
-            f"{len(report['checks'])} checks")
+            f"{counted(len(report['checks']), 'check')}")
 
 
 def run_compare(args) -> int:
@@ -165,7 +166,8 @@ def run_compare(args) -> int:
     tally = ", ".join(f"{(counts == what).sum()} {what}" for what in
                       ("verdict changed", "new", "gone", "same verdict") if (counts == what).any())
     header = ["# sampling-harness compare", "", _describe("A", path_a, report_a),
-              _describe("B", path_b, report_b), "", f"{len(table)} checks ({tally}); {note}."]
+              _describe("B", path_b, report_b), "",
+              f"{counted(len(table), 'check')} ({tally}); {note}."]
     for key in ("budget", "device", "family_alpha", "statistical_checks"):
         if report_a[key] != report_b[key]:
             header.append(f"Note: {key} differs ({report_a[key]} vs {report_b[key]}): samples "
