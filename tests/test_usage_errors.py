@@ -145,6 +145,17 @@ def test_help_shows_the_defaults_of_every_subcommand(name, capsys, monkeypatch):
         assert "--requests REQUESTS default: 64" in shown
 
 
+def test_help_is_plain_text(capsys):
+    """No reStructuredText markup (``double backticks``, roles) in ``--help``, top level
+    or any subcommand's."""
+    for parser in (cli._parser(), *subcommands().values()):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["--help"])
+        shown = capsys.readouterr().out
+        assert shown.startswith("usage: sampling-harness")
+        assert "``" not in shown and ":func:" not in shown and ":mod:" not in shown, shown
+
+
 def test_a_run_leaves_no_hypothesis_directory(tmp_path):
     """Hypothesis keeps files in ./.hypothesis/ (the constants it reads from local modules,
     an example database, observability logs: forced on here, as a check that does write

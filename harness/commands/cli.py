@@ -1,4 +1,4 @@
-"""``sampling-harness``: a thin front over pytest (selection, JUnit and plugins come free).
+"""sampling-harness: a thin front over pytest (selection, JUnit and plugins come free).
 
 Exit codes: 0 every check passed; 1 a check failed (the kernel raised, hung, broke its
 contract or failed a test); 2 the harness could not run (one line on stderr, no traceback).
