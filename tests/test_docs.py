@@ -6,7 +6,9 @@
   a one-off script cited as ``<commit>:<path>`` (removed from the tree) exists at that commit;
 * README.md is a user document: under 300 lines, no dates, no "stop N", no "issue N";
 * README.md's test command is what .ci/run runs;
-* docs/reference/cli.md has a section for every subcommand and names every option.
+* docs/reference/cli.md has a section for every subcommand and names every option;
+* the documents that list the families (the how-to's contract table, cli.md's family lists
+  and usage blocks) list every family.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
 REPO_PATH = re.compile(r"(?<![\w./<:-])((?:harness|reference|kernels|suites|tests|scripts|"
                        r"docs|benchmarks|\.ci)/[\w./-]*[\w/])")
 PLACEHOLDERS = ("top_n", "top-n")
-COMMITTED_PATH = re.compile(r"\b([0-9a-f]{7,40}):((?:scripts|tests|benchmarks|harness|kernels)/[\w./-]*\w)")
+COMMITTED_PATH = re.compile(r"\b([0-9a-f]{7,40}):"
+                            r"((?:scripts|tests|benchmarks|harness|kernels)/[\w./-]*\w)")
 HISTORY = re.compile(r"20[0-9]{2}-[0-9]{2}-[0-9]{2}|stop [0-9]+|issue [0-9]+")
 TEST_COMMAND = "TRITON_INTERPRET=1 python -m pytest tests -q -n 2"
 
@@ -165,3 +168,20 @@ def test_cli_reference_covers_every_subcommand_and_option():
                         and option not in reference]
     assert not missing, ("docs/reference/cli.md misses (paste `sampling-harness COMMAND "
                          f"--help` into its section): {missing}")
+
+
+def test_family_lists_hold_every_family():
+    from sampling_harness.families import FAMILIES
+
+    howto = (ROOT / "docs" / "how-to" / "check-your-kernel.md").read_text(encoding="utf-8")
+    missing = [f"check-your-kernel.md: {f}" for f in FAMILIES
+               if f"| [{f}](../families/{f}.md) | `fn(" not in howto]
+    reference = (ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
+    missing += [f"cli.md: `{f}`" for f in FAMILIES if f"`{f}`" not in reference]
+    for block in FENCE.finditer(reference):
+        text = " ".join(re.sub(r"-\n\s+", "-", block.group(0)).split())   # argparse wraps at -
+        listed = re.search(r"\{sample,|family sample \|", text)     # choices or FAMILY's help
+        if text.startswith("``` usage: sampling-harness") and listed:
+            missing += [f"cli.md, {text.split()[3]} usage: {f}" for f in FAMILIES
+                        if not re.search(rf"(?<![\w-]){f}(?![\w-])", text)]
+    assert not missing, f"family lists that miss a family (sampling-harness list): {missing}"
