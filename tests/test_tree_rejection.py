@@ -366,6 +366,25 @@ def test_no_requests_or_no_nodes_give_one_column(drawn):
     assert out.shape == (3, 1) and out[1].item() == 0           # greedy: the first maximum
 
 
+@pytest.mark.parametrize("kernel", [tree_rejection_torch, tree_rejection_triton],
+                         ids=["torch", "triton"])
+@pytest.mark.parametrize("drawn", [False, True])
+def test_the_width_is_the_batchs_deepest_tree_whatever_is_accepted(kernel, drawn):
+    """D + 1 columns, D the deepest node of any tree in the batch (docs/families/
+    tree-rejection.md), even when every request accepts nothing: a chain of 3 whose first
+    child has target probability 0, beside a request without nodes."""
+    target = torch.full((2, 4, 3), 1 / 3)
+    target[0, 0] = torch.tensor([0.0, 0.5, 0.5])
+    inputs = {"draft_token_ids": torch.tensor([[0, 1, 2], [-1, -1, -1]]),
+              "parent_ids": torch.tensor([[-1, 0, 1], [-1, -1, -1]]),
+              "draft_probs": torch.tensor([1.0, 0.0, 0.0]).expand(2, 4, 3).clone()
+              if drawn else None,
+              "target_probs": target, "greedy": torch.tensor([False, False])}
+    out = validate_output(call(kernel, inputs, 5), inputs)
+    assert out.shape == (2, 4) and out[0, 0].item() in (1, 2)
+    assert (out[:, 1:] == -1).all()
+
+
 def test_a_greedy_row_takes_the_first_maximum_across_chunks():
     """The greedy pass keeps a running maximum per column position and takes the least
     column holding the row's maximum: ties within and across chunks (V = 5001, three
