@@ -23,6 +23,7 @@ from tests.helpers import cli
 
 DEVICE = default_device()
 MUTANTS = [case for case in selftest.plan("all", DEVICE) if case.role == "mutant"]
+BATCHES = selftest.batches(MUTANTS)
 
 
 def test_every_registered_kernel_passes(tmp_path):
@@ -32,15 +33,34 @@ def test_every_registered_kernel_passes(tmp_path):
     assert {(c["family"], c["kernel"]) for c in result.report["checks"]} == expected
 
 
-@pytest.mark.parametrize("case", MUTANTS, ids=[f"{c.family}-{c.kernel}" for c in MUTANTS])
-def test_every_mutant_fails_its_checks(tmp_path, case):
-    if case.skip:
-        pytest.skip(case.skip)
-    result = selftest.run_case(case, tmp_path, timeout=900)
-    assert result.status == "caught", f"{result.detail}\n{result.output[-3000:]}"
-    failed = result.report["checks"][0]
-    assert failed["reproduce"].startswith(f"sampling-harness check {case.family} --kernel "
-                                          f"{case.kernel}")
+@pytest.mark.parametrize("batch", BATCHES, ids=[b.directory for b in BATCHES])
+def test_every_mutant_fails_its_checks(tmp_path, batch):
+    """Every mutant that can be caught here, in the batched runs of ``selftest all``."""
+    results = selftest.run_batch(batch, tmp_path, timeout=1500)
+    missed = [f"{r.case.label}: {r.status}: {r.detail}" for r in results if r.status != "caught"]
+    assert not missed, "\n".join(missed) + f"\n{results[0].output[-3000:]}"
+    for result in results:
+        assert {c["kernel"] for c in result.report["checks"]} == {result.case.kernel}
+        assert result.report["checks"][0]["reproduce"].startswith(
+            f"sampling-harness check {result.case.family} --kernel {result.case.kernel}")
+
+
+def test_the_mutants_skipped_on_this_device_say_why():
+    assert all(case.skip for case in MUTANTS if not any(case in b.cases for b in BATCHES))
+
+
+def test_a_batch_selects_each_mutants_own_checks_and_splits_alpha_as_its_largest():
+    cases = [selftest.mutant_case("sample", name, _meta(caught_by=caught), "cpu")
+             for name, caught in (("a", ["validity"]), ("b", ["fit_curated", "tail"]),
+                                  ("c", ["tail"]))]
+    hangs = selftest.mutant_case("sample", "h", _meta(call_timeout=2.0), "cpu")
+    batches = selftest.batches([*cases, hangs])
+    assert [len(b.cases) for b in batches] == [3, 1] and batches[1].args == hangs.args
+    args = batches[0].args
+    select = args[args.index("-k") + 1]
+    assert select == "test_validity[a] or test_fit_curated[b] or test_tail[b] or test_tail[c]"
+    assert args[args.index("--statistical-checks") + 1] == "2"
+    assert [args[i + 1] for i, word in enumerate(args) if word == "--kernel"] == ["a", "b", "c"]
 
 
 def _meta(**overrides) -> dict:
@@ -60,7 +80,7 @@ def test_a_mutant_runs_on_its_checks_at_its_budget_or_higher():
     assert selftest.mutant_case("sample", "m", deeper_on_gpu, "cpu").budget == "standard"
     assert selftest.mutant_case("sample", "m", deeper_on_gpu, "cuda").budget == "quick"
     hangs = selftest.mutant_case("sample", "m", _meta(call_timeout=2.0), "cpu")
-    assert hangs.args[-2:] == ("--call-timeout", "2.0")
+    assert hangs.args[hangs.args.index("--call-timeout") + 1] == "2.0"
 
 
 def test_a_mutant_is_skipped_where_it_cannot_be_caught_and_says_why():

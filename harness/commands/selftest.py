@@ -6,12 +6,18 @@ directory under DIR:
 * clean: one run of every registered kernel under test and every baseline of the families
   (one false-fail budget over all of them): each check must conclude as expected (a kernel
   passes everything; a baseline fails where its metadata says it must);
-* mutant: one run per mutant, narrowed to the checks its metadata names (``caught_by``), at
-  its own budget, or at the one given if that is higher (power is promised from the
-  mutant's budget up): every one of those checks must fail. A mutant naming a
-  compute-sanitizer ``tool`` runs under it (``--sanitize``), on a GPU only; one whose
-  ``devices`` leave this device out, or whose every catching check runs on a GPU only, is
-  skipped here, with the reason.
+* mutant: each mutant narrowed to the checks its metadata names (``caught_by``), at its
+  own budget, or at the one given if that is higher (power is promised from the mutant's
+  budget up): every one of those checks must fail. A mutant naming a compute-sanitizer
+  ``tool`` runs under it (``--sanitize``), on a GPU only; one whose ``devices`` leave this
+  device out, or whose every catching check runs on a GPU only, is skipped here, with the
+  reason. The mutants of one family that share a budget and a call timeout share one
+  child run (a ``Batch``: each selects its own checks, ``-k "test_law[mutant]"``), since a
+  child's start (torch, Triton, the suites) costs more than most mutants' checks; each
+  check's share of the false-fail budget is the one of the batch's largest mutant run
+  alone, never larger (a mutant caught in its batch is caught alone). A batch whose child
+  dies (a mutant's fault) runs again with its checks in workers, where the fault is the
+  verdict of the check it happened in.
 
 A mutant escapes when one of its checks passes; a run that exits 2, times out, breaks off or
 records an error verdict is an error. Exit 0: every clean kernel as expected and every
@@ -66,6 +72,9 @@ class Case:
     args: tuple[str, ...] = ()
     expected: dict[str, str] = field(default_factory=dict)   # mutant: verdict name -> fail
     skip: str = ""
+    checks: tuple[str, ...] = ()     # mutant: the checks it runs (those that must fail)
+    shared: tuple[str, ...] = ()     # mutant: the run's options but kernel and selection
+    statistical: int = 0             # mutant: how many of its checks are statistical
 
     @property
     def role(self) -> str:
@@ -117,11 +126,51 @@ def mutant_case(family: str, name: str, meta: dict, device: str,
         skip = f"its bug shows on {', '.join(devices)} only: {meta.get('bug', '')[:80]}"
     elif not catching:
         skip = f"caught by GPU-only checks only ({', '.join(meta['caught_by'])})"
-    args = ["check", family, *cli_args({
-        "kernel": [name], "device": device, "budget": budget, "select": selection(catching),
-        "sanitize": tool or None, "call_timeout": meta.get("call_timeout") or None})]
+    options = {"device": device, "budget": budget, "sanitize": tool or None,
+               "call_timeout": meta.get("call_timeout") or None}
+    args = ["check", family, *cli_args({"kernel": [name], **options,
+                                        "select": selection(catching)})]
     expected = {check + (f"_{tool}" if tool else ""): "fail" for check in catching}
-    return Case(family, name, budget, tuple(args), expected, skip)
+    statistical = sum(c.statistical for c in FAMILIES[family].checks if c.name in catching)
+    return Case(family, name, budget, tuple(args), expected, skip, tuple(catching),
+                tuple(cli_args(options)), statistical)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Mutant cases of one family run in one child: the same budget, call timeout and
+    device, no sanitizer (a sanitized mutant runs alone)."""
+
+    cases: tuple[Case, ...]
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        if len(self.cases) == 1:
+            return self.cases[0].args
+        first = self.cases[0]
+        pairs = " or ".join(f"test_{check}[{case.kernel}]" for case in self.cases
+                            for check in case.checks)
+        split = max(case.statistical for case in self.cases)
+        return ("check", first.family, *cli_args({
+            "kernel": [case.kernel for case in self.cases], "select": pairs,
+            "statistical_checks": split or None}), *first.shared)
+
+    @property
+    def directory(self) -> str:
+        first = self.cases[0]
+        return first.directory if len(self.cases) == 1 else "-".join(
+            (first.family, "mutants", *(word.lstrip("-") for word in first.shared)))
+
+
+def batches(cases: list[Case]) -> list[Batch]:
+    """The mutant cases that run (not skipped), grouped into ``Batch``es in plan order."""
+    groups: dict[tuple, list[Case]] = {}
+    for case in cases:
+        if case.role == "mutant" and not case.skip:
+            alone = "--sanitize" in case.shared
+            key = (case.family, case.budget, case.shared, case.kernel if alone else "")
+            groups.setdefault(key, []).append(case)
+    return [Batch(tuple(group)) for group in groups.values()]
 
 
 def plan(target: str, device: str, budget: str | None = None,
@@ -211,6 +260,28 @@ def run_case(case: Case, directory: Path, timeout: float = RUN_TIMEOUT) -> Resul
     return Result(case, status, detail, seconds, report, output)
 
 
+def run_batch(batch: Batch, directory: Path, timeout: float = RUN_TIMEOUT) -> list[Result]:
+    """Run a batch of mutants as one ``sampling-harness check`` child writing its reports to
+    ``directory``, and judge each mutant on its own checks (its seconds: theirs)."""
+    if len(batch.cases) == 1:
+        return [run_case(batch.cases[0], directory, timeout)]
+    code, output = _run(list(batch.args), ["--isolation", "none"], directory, timeout)
+    if code not in (0, 1, None):
+        code, output = _run(list(batch.args), [], directory, timeout)
+    try:
+        report = read_report(directory / "report.json")
+    except HarnessError as exc:
+        report, output = None, f"{output}\n{exc}"
+    results = []
+    for case in batch.cases:
+        own = None if report is None else {
+            **report, "checks": [c for c in report["checks"] if c["kernel"] == case.kernel]}
+        status, detail = judge(case, code, own, output)
+        seconds = sum(c.get("duration") or 0 for c in own["checks"]) if own else 0.0
+        results.append(Result(case, status, detail, seconds, own, output))
+    return results
+
+
 def _run(args: list[str], isolation: list[str], directory: Path,
          timeout: float) -> tuple[int | None, str]:
     """One ``sampling-harness check`` child: (exit code or None when timed out, output)."""
@@ -262,19 +333,22 @@ def run_selftest(args, out: Path) -> int:
     device = resolve_device(args.device).type
     cases = plan(args.family, device, args.budget, args.kernel)
     writable(out)
+    runs = [Batch((case,)) for case in cases if case.role == "clean" or case.skip] + \
+        batches(cases)
     skipped = sum(bool(case.skip) for case in cases)
-    print(f"selftest {args.family} on {device}: {len(cases) - skipped} runs ({skipped} skipped "
-          f"here), reports under {out}/", flush=True)
+    print(f"selftest {args.family} on {device}: {len(cases) - skipped} cases in "
+          f"{len(runs) - skipped} runs ({skipped} skipped here), reports under {out}/",
+          flush=True)
     results = []
-    for i, case in enumerate(cases, 1):
-        result = run_case(case, out / case.directory, args.run_timeout)
-        results.append(result)
-        print(f"[{i}/{len(cases)}] {case.label}: {result.status} in {result.seconds:.0f} s: "
-              f"{result.detail}", flush=True)
+    for batch in runs:
+        for result in run_batch(batch, out / batch.directory, args.run_timeout):
+            results.append(result)
+            print(f"[{len(results)}/{len(cases)}] {result.case.label}: {result.status} in "
+                  f"{result.seconds:.0f} s: {result.detail}", flush=True)
     text = to_markdown(results)
     atomic_write(out / "selftest.md", f"# sampling-harness selftest {args.family} on "
                                       f"{device}\n\n{text}")
     bad = [r for r in results if not r.ok]
-    print(text + f"\n{len(results) - len(bad)} of {len(results)} runs as they must be; "
+    print(text + f"\n{len(results) - len(bad)} of {len(results)} cases as they must be; "
                  f"table: {out}/selftest.md")
     return conclude(results)
