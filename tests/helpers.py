@@ -16,9 +16,21 @@ def ctrl_c_as_a_terminal_sends_it() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def cli(*args: str, report_dir: Path | None = None, timeout: float = 900):
-    """Run ``sampling-harness ARGS``; return (exit code, stdout + stderr, report or None)."""
-    command = [sys.executable, "-m", "sampling_harness", *args]
+IN_PROCESS = ("--isolation", "none")
+
+
+def cli(*args: str, report_dir: Path | None = None, timeout: float = 900,
+        workers: bool = False):
+    """Run ``sampling-harness ARGS``; return (exit code, stdout + stderr, report or None).
+
+    A ``check`` runs its checks in the CLI's own process (``--isolation none``) unless
+    ``workers`` or the args say otherwise: a worker's start (torch and the suites imported
+    again, about 5 s on a 2-core CI machine) buys nothing where no kernel faults. The worker
+    path, the default for users, is tested where it is the subject: tests/test_faults.py,
+    tests/test_xdist.py, the stop and kill tests of tests/test_cli.py, and the self-test's
+    clean run of every kernel (tests/test_selftest.py)."""
+    own = args[:1] == ("check",) and not workers and "--isolation" not in args
+    command = [sys.executable, "-m", "sampling_harness", *args, *(IN_PROCESS if own else ())]
     if report_dir is not None:
         command += ["--report-dir", str(report_dir)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,

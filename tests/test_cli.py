@@ -105,7 +105,8 @@ def test_a_kernel_that_kills_its_process_fails_that_check_and_the_run_goes_on(ke
     the worker with SIGKILL: tail fails with that cause, in a fresh worker nothing is lost."""
     code, output, report = cli("check", "sample", "--kernel",
                                f"{kernel_file}:killed_on_fifth_call", "--device", "cpu",
-                               "-k", "test_tail or test_independence", report_dir=tmp_path)
+                               "-k", "test_tail or test_independence", report_dir=tmp_path,
+                               workers=True)
     assert code == 1 and "Traceback" not in output, output[-3000:]
     assert report["complete"] is True and report["verdict"] == "fail"
     verdicts = {c["name"]: c for c in report["checks"]}

@@ -42,7 +42,7 @@ def _run(tmp_path: Path, *kernels: str):
             CALL_TIMEOUT, *CHECKS, *SPLIT]
     for kernel in kernels:
         args += ["--kernel", f"{KERNELS}:{kernel}"]
-    return cli(*args, report_dir=tmp_path, timeout=600)
+    return cli(*args, report_dir=tmp_path, timeout=600, workers=True)
 
 
 def _comparable(check: dict) -> tuple:

@@ -28,7 +28,7 @@ FAULTS = {
 def alone(tmp_path_factory):
     code, output, report = cli("check", "sample", *ARGS, "--kernel",
                                "tests/faulty_kernels.py:race",
-                               report_dir=tmp_path_factory.mktemp("alone"))
+                               report_dir=tmp_path_factory.mktemp("alone"), workers=True)
     assert code == 0, output[-3000:]
     return sorted((c["name"], c["verdict"], c["p_value"]) for c in report["checks"])
 
@@ -36,7 +36,8 @@ def alone(tmp_path_factory):
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_a_gpu_fault_fails_its_check_and_the_run_goes_on(fault, alone, tmp_path):
     code, output, report = cli("check", "sample", *ARGS, "--kernel", f"{KERNELS}:{fault}",
-                               "--kernel", "tests/faulty_kernels.py:race", report_dir=tmp_path)
+                               "--kernel", "tests/faulty_kernels.py:race", report_dir=tmp_path,
+                               workers=True)
     print(output[-4000:])
     assert code == 1, output[-3000:]
     assert report["complete"] is True and report["verdict"] == "fail"
