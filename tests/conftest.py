@@ -16,3 +16,15 @@ os.environ.setdefault("SAMPLING_HARNESS_CACHE", tempfile.mkdtemp(prefix="harness
 if os.environ.get("PYTEST_XDIST_WORKER"):      # `pytest -n 2` (CI): one core a worker, and
     os.environ.setdefault("OMP_NUM_THREADS", "1")   # the same for the CLI runs it starts
     torch.set_num_threads(1)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The long tests first, longest first (``@pytest.mark.long(seconds)``: about that long
+    on CI's 2 cores): pytest-xdist hands the first items out in turn, so each worker starts
+    on a long one and the short ones fill the end, instead of a five-minute test starting
+    last and running alone."""
+    def seconds(item) -> float:
+        mark = item.get_closest_marker("long")
+        return mark.args[0] if mark else 0.0
+
+    items.sort(key=seconds, reverse=True)        # stable: the rest keep their order

@@ -96,6 +96,7 @@ def test_list_shows_the_family_its_kernel_and_mutants(installed):
         assert any(line.split()[:2] == [role, name] and where in line for line in lines), name
 
 
+@pytest.mark.long(40)
 def test_check_passes_the_kernel_and_the_fit_check_catches_the_mutant(installed, tmp_path):
     code, output = harness(CHECK, installed, "--report-dir", str(tmp_path / "clean"))
     assert code == 0 and "coin: 2 passed, 0 failed" in output, output[-3000:]
@@ -107,6 +108,7 @@ def test_check_passes_the_kernel_and_the_fit_check_catches_the_mutant(installed,
     assert 0 < fit["min_detectable_effect"] <= 0.05 and "P(heads)" in fit["effect"]
 
 
+@pytest.mark.long(55)
 def test_selftest_passes(installed, tmp_path):
     code, output = harness(SELFTEST, installed, "--report-dir", str(tmp_path / "s"))
     assert code == 0, output[-3000:]

@@ -96,6 +96,7 @@ def correct(tmp_path_factory):
     return out, output
 
 
+@pytest.mark.long(40)
 def test_a_correct_kernel_has_no_false_fails(correct):
     out, output = correct
     runs = pd.read_csv(out / "runs.csv")

@@ -59,6 +59,7 @@ def test_entry_point_registers_the_kernel(installed, tmp_path):
     assert "my-race | validity | **pass**" in (tmp_path / "r" / "summary.md").read_text()
 
 
+@pytest.mark.long(60)
 def test_its_own_tests_call_the_harness(installed):
     env, project = installed
     code, output = _run([sys.executable, "-m", "pytest", "tests", "-q",

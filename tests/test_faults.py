@@ -106,6 +106,7 @@ def _stop_once(tmp_path: Path, stop: signal.Signals, delay: float) -> tuple[int,
     return run.returncode, first + (rest or ""), time.monotonic() - sent
 
 
+@pytest.mark.long(50)
 def test_a_stop_always_stops(tmp_path):
     """SIGINT or SIGTERM, at a random moment of the run's start or while its worker is stuck
     in native code: exit 2 within 10 s, INCOMPLETE, never a traceback

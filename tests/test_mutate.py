@@ -547,6 +547,7 @@ def pick(found, module, unit, original, replacement, line) -> str:
                          f"with {line!r}: pick another for the CI case")
 
 
+@pytest.mark.long(140)
 def test_ci_case_triton_exact_at_smoke(tmp_path):
     fn = importlib.import_module("sampling_harness.kernels.sample.triton_race").race_exact
     found = reach(fn)

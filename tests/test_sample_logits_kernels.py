@@ -355,6 +355,7 @@ def test_triton_fallback_split_across_programs_draws_the_ids_of_one(monkeypatch)
     assert all(ids[7] == inputs["logits"][7].argmax() for ids in one)
 
 
+@pytest.mark.long(70)
 def test_triton_fallback_searches_reading_tiles_ahead_draw_the_ids_of_one(monkeypatch):
     """The fallback's searches (x_(k) and the top-p threshold over whole rows, every row
     sent there: KMAX = 0) reading 4 and 8 search tiles at once, the last of a row past V,

@@ -26,6 +26,15 @@ MUTANTS = [case for case in selftest.plan("all", DEVICE) if case.role == "mutant
 BATCHES = selftest.batches(MUTANTS)
 
 
+def _scheduled(batch: selftest.Batch):
+    """A batch with its rough CI seconds (tests/conftest.py runs the long ones first): a
+    standard-budget mutant's tail is minutes under the interpreter, a quick one seconds."""
+    seconds = 150 if any(c.budget == "standard" for c in batch.cases) else 10 + 5 * len(
+        batch.cases)
+    return pytest.param(batch, id=batch.directory, marks=pytest.mark.long(seconds))
+
+
+@pytest.mark.long(300)
 def test_every_registered_kernel_passes(tmp_path):
     result = selftest.run_case(selftest.clean_case("all", DEVICE), tmp_path, timeout=1800)
     assert result.status == "pass", f"{result.detail}\n{result.output[-3000:]}"
@@ -33,7 +42,7 @@ def test_every_registered_kernel_passes(tmp_path):
     assert {(c["family"], c["kernel"]) for c in result.report["checks"]} == expected
 
 
-@pytest.mark.parametrize("batch", BATCHES, ids=[b.directory for b in BATCHES])
+@pytest.mark.parametrize("batch", [_scheduled(batch) for batch in BATCHES])
 def test_every_mutant_fails_its_checks(tmp_path, batch):
     """Every mutant that can be caught here, in the batched runs of ``selftest all``."""
     results = selftest.run_batch(batch, tmp_path, timeout=1500)
