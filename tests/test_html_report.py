@@ -343,3 +343,13 @@ def test_one_check_is_said_in_the_singular(tmp_path):
     assert "0 of 1 check finished" in (tmp_path / "report.html").read_text()
     assert (tmp_path / "summary.md").read_text().startswith(
         "# sampling-harness: INCOMPLETE (0 of 1 check finished)")
+
+
+def test_every_badge_and_muted_text_meets_wcag_aa():
+    """White on each verdict badge, and muted notes on the page, at contrast >= 4.5 (the
+    incomplete badge was 3.7, the muted notes 4.48)."""
+    rules = css_rules(STYLE)
+    white = rules[".badge"]["color"]
+    for badge in (".pass", ".fail", ".error", ".incomplete", ".badge.skipped"):
+        assert contrast(white, rules[badge]["background"]) >= 4.5, badge
+    assert contrast(rules[".muted"]["color"], "#ffffff") >= 4.5

@@ -41,6 +41,7 @@ from sampling_harness.families.registry import by_role, default_kernels
 from sampling_harness.options import add_to_argparse, cli_args, positive
 from sampling_harness.report.schema import read_report
 from sampling_harness.report.writers import atomic_write, writable
+from sampling_harness.words import counted
 
 CLEAN_BUDGET = {"cpu": "smoke", "cuda": "quick"}   # every edge case of every validity check
 RUN_TIMEOUT = 1800.0
@@ -228,7 +229,8 @@ def judge(case: Case, code: int | None, report: dict | None, output: str) -> tup
                    for k in default_kernels(f) if (f, k) not in kernels]
         if wrong or missing or code != 0:
             return "FAIL", "; ".join((wrong + missing)[:4]) or f"exit {code}"
-        return "pass", f"{len(checks)} checks of {len(kernels)} kernels as expected"
+        return "pass", (f"{counted(len(checks), 'check')} of "
+                        f"{counted(len(kernels), 'kernel')} as expected")
     verdicts = {c["name"]: c["verdict"] for c in checks}
     escaped = [name for name in case.expected if verdicts.get(name) == "pass"]
     if escaped:
@@ -309,7 +311,7 @@ def _rows(result: Result) -> list[tuple]:
                  if c.get("expected", "pass") not in (c["verdict"], "either")]
         rows.append((family, kernel, own[0].get("role", "kernel"), case.budget,
                      "FAIL" if wrong else "pass", sum(c.get("duration") or 0 for c in own),
-                     ", ".join(wrong) or f"{len(own)} checks as expected"))
+                     ", ".join(wrong) or f"{counted(len(own), 'check')} as expected"))
     return rows + ([] if result.ok else [(case.family, "clean run", "clean", case.budget,
                                           result.status, result.seconds, result.detail)])
 

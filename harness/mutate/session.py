@@ -25,6 +25,7 @@ from sampling_harness.mutate.runs import (
 )
 from sampling_harness.mutate.workspace import PREFIX, Mutant, copy_name, write, write_copy
 from sampling_harness.report.writers import atomic_write
+from sampling_harness.words import counted
 
 MIN_CALL_TIMEOUT = 10.0        # seconds: a mutant's call may take 10x the original's slowest
 SLOWDOWN = 3.0                 # a mutant's run may take 3x the original's, plus EXTRA seconds
@@ -90,8 +91,9 @@ class MutateRun:
                                  "slowest_call": round(calls["slowest_call"], 3),
                                  "checks": len(run.report["checks"]),
                                  "report": str(directory / "report")}
-        print(f"original: {len(run.report['checks'])} checks pass in {run.seconds:.1f} s, "
-              f"{len(calls['calls'])} kernel calls recorded", flush=True)
+        checks = counted(len(run.report["checks"]), "check")
+        print(f"original: {checks} pass in {run.seconds:.1f} s, {len(calls['calls'])} kernel "
+              f"calls recorded", flush=True)
         return {"run": run, "calls": directory / "calls.json", "coverage": lines_run,
                 "slowest": calls["slowest_call"], "count": len(calls["calls"])}
 

@@ -24,7 +24,7 @@ h1 { font-size: 1.5em; margin: 0 0 .3em; } h2 { font-size: 1.2em; margin-top: 1.
 h3 { font-size: 1em; margin: 0 0 .4em; }
 .badge { padding: .1em .5em; border-radius: 4px; color: #fff; font-weight: 600; }
 .pass { background: #1e8449; } .fail { background: #c0392b; } .error { background: #7d3c98; }
-.incomplete { background: #b9770e; } .badge.skipped { background: #5d6d7e; }
+.incomplete { background: #9a6209; } .badge.skipped { background: #5d6d7e; }
 .banner { border: 2px solid #b9770e; background: #fdf2e9; padding: .5em 1em; margin: .5em 0 1em;
   max-width: 60em; font-weight: 600; }
 .meta { border-collapse: collapse; margin: .3em 0 1em; }
@@ -43,7 +43,7 @@ section.check { border: 1px solid #ddd; border-radius: 6px; padding: .8em 1em; m
   max-width: 60em; }
 section.check.bad { border-color: #c0392b; border-width: 2px; }
 section.check img { display: block; margin-top: .5em; max-width: 100%; height: auto; }
-.muted { color: #777; } .plot-error { color: #c0392b; }
+.muted { color: #666; } .plot-error { color: #c0392b; }
 """
 
 

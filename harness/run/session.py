@@ -20,6 +20,7 @@ from sampling_harness.run.terminal import one_line, summary_lines
 from sampling_harness.scale import distributed, memory, xdist_gpus
 from sampling_harness.stats.multiple import bonferroni
 from sampling_harness.verdict import Verdict
+from sampling_harness.words import counted
 
 
 class HarnessSession:
@@ -148,8 +149,8 @@ class HarnessSession:
             spread = (f", over {self.workers} workers" if (self.workers or 0) > 1 else
                       f", sharded over {self.shard.world} ranks" if self.shard.world > 1 else "")
             terminal.write_line(
-                f"sampling-harness: {len(self.checks)} checks, budget {self.budget}, device "
-                f"{self.device}, harness seed {self.harness_seed}{spread}"
+                f"sampling-harness: {counted(len(self.checks), 'check')}, budget {self.budget}, "
+                f"device {self.device}, harness seed {self.harness_seed}{spread}"
                 + (f", under compute-sanitizer {self.sanitize}" if self.sanitize else ""))
 
     @pytest.hookimpl(wrapper=True)

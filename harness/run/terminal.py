@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sampling_harness.report.writers import incomplete_line
 from sampling_harness.verdict import Verdict, run_verdict
+from sampling_harness.words import counted
 
 SLOWEST = 10
 REASON = 300          # characters of a failure's reason on the terminal
@@ -61,7 +62,7 @@ def summary_lines(verdicts: list[Verdict], meta: dict, skipped: list[dict],
     took = f", in {meta['seconds']:.1f} s" if meta.get("seconds") is not None else ""
     skips = f", {len(skipped)} skipped" if skipped else ""
     head = incomplete_line(verdicts, meta) if state == "incomplete" else \
-        f"{state.upper()} ({len(verdicts)} checks{skips}{took})"
+        f"{state.upper()} ({counted(len(verdicts), 'check')}{skips}{took})"
     lines = [f"sampling-harness: {head}"]
     for family, counts in sorted(_tally(verdicts, skipped).items()):
         lines.append(f"  {family}: {_counts(counts)}")
@@ -78,7 +79,7 @@ def summary_lines(verdicts: list[Verdict], meta: dict, skipped: list[dict],
             lines.append("  (an error's traceback: run again with --pytest-output full)")
     slowest = sorted(verdicts, key=lambda v: -v.duration)[:SLOWEST]
     if slowest:
-        lines.append(f"slowest {len(slowest)} checks (seconds):")
+        lines.append(f"slowest {counted(len(slowest), 'check')} (seconds):")
         lines += [f"  {v.duration:8.1f}  {v.family} / {v.kernel} / {v.name}" for v in slowest]
     if report_dir is not None and verdicts:
         lines.append(f"report: {report_dir}/ (summary.md: the full table; report.json, "
