@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from sampling_harness.mutate import coverage, law, recorder
+from sampling_harness.mutate import coverage, homogeneity, law, recorder
 from sampling_harness.mutate.classify import Result, classify, score, table
 from sampling_harness.mutate.edit import apply
 from sampling_harness.mutate.html import to_html
@@ -266,12 +266,12 @@ def test_the_law_test_rejects_a_shifted_law_and_not_a_rekeyed_one():
     rekeyed = law.sample(multinomial(probs, lambda s: 7919 * s + 1), seeds[draws:], "b")
     moved = law.sample(multinomial(shifted), seeds[draws:], "b")
     assert not torch.equal(original, rekeyed)                # other tokens, one law
-    same = law.homogeneity(original, rekeyed)
+    same = homogeneity.homogeneity(original, rekeyed)
     assert same["rejected"] is False and same["p_value"] > law.ALPHA
     assert same["rows_tested"] == 6 and same["df"] > 6 and 0 < same["tv"] < 0.2
     assert same["distance"] == pytest.approx(2 * same["noncentrality"] / draws)
-    assert same["tv"] == pytest.approx(law.detectable_tv(draws, same["df"], 6))
-    differ = law.homogeneity(original, moved)
+    assert same["tv"] == pytest.approx(homogeneity.detectable_tv(draws, same["df"], 6))
+    differ = homogeneity.homogeneity(original, moved)
     assert differ["rejected"] is True and differ["p_value"] < 1e-6
     assert "p = " in law.describe(differ) and "power 0.9" in law.describe(differ)
     stream = law.SeedStream(7, "unit")                      # batches never repeat a seed
@@ -281,11 +281,12 @@ def test_the_law_test_rejects_a_shifted_law_and_not_a_rekeyed_one():
 def test_a_row_of_several_tokens_is_one_outcome():
     first = torch.tensor([[[1, 2, -1]], [[1, 3, -1]]] * 40)          # [80, 1, 3]
     swapped = torch.tensor([[[1, 2, -1]], [[3, 1, -1]]] * 40)        # same columns' laws
-    assert law.homogeneity(first, first.clone())["p_value"] == 1.0
-    assert law.homogeneity(first, swapped)["rejected"]               # tuples differ
+    assert homogeneity.homogeneity(first, first.clone())["p_value"] == 1.0
+    assert homogeneity.homogeneity(first, swapped)["rejected"]               # tuples differ
     drafts = law.outcome_rows(([[4, 5], [6]], None))
     assert drafts.tolist() == [[4, 5], [6, -1]]
-    assert law.stacked([drafts, law.outcome_rows(([[1, 2, 3], []], None))]).shape == (2, 2, 3)
+    longer = law.outcome_rows(([[1, 2, 3], []], None))
+    assert homogeneity.stacked([drafts, longer]).shape == (2, 2, 3)
     seeds = law.draw_seeds(torch.tensor([3, -1, 5]), 4, "k")
     assert all(int(s[1]) == -1 for s in seeds) and len({int(s[0]) for s in seeds} |
                                                       {int(s[2]) for s in seeds}) == 8
@@ -321,7 +322,7 @@ def test_the_law_test_of_a_call(monkeypatch):
 
     same = test(kernel(lambda s: s + 12345))             # quick: planned for TV 0.05
     assert same["verdict"] == "same-law" and same["tv"] <= same["target_tv"] == 0.05
-    assert same["draws"] == same["planned_draws"] == law.planned_draws(
+    assert same["draws"] == same["planned_draws"] == homogeneity.planned_draws(
         same["df"], same["rows_tested"], 0.05)           # the draws the cells found ask
     smoke = test(kernel(lambda s: s + 12345), budget="smoke")
     assert smoke["verdict"] == "same-law" and smoke["draws"] < same["draws"]
@@ -360,13 +361,16 @@ def test_the_law_tests_draws_follow_the_budget():
     assert targets == [0.1, 0.05, 0.01, 0.005]
     assert law.target_tv(FAMILIES["tree-rejection"], "smoke") == 0.15
     assert law.target_tv(SimpleNamespace(budgets={}), "standard") == law.FALLBACK_TV["standard"]
-    assert law.detectable_tv(256, 50, 1) == pytest.approx(0.396, abs=1e-3)
-    one_row = [law.planned_draws(law.CELLS - 1, 1, tv) for tv in targets]
+    assert homogeneity.detectable_tv(256, 50, 1) == pytest.approx(0.396, abs=1e-3)
+    one_row = [homogeneity.planned_draws(homogeneity.CELLS - 1, 1, tv) for tv in targets]
     assert one_row == sorted(one_row) and one_row[1] == 13701
     for tv, draws in zip(targets, one_row, strict=True):
-        assert law.detectable_tv(draws, law.CELLS - 1, 1) <= tv < law.detectable_tv(
-            draws - 1, law.CELLS - 1, 1)
-    assert law.planned_draws(248, 8, 0.05) < law.planned_draws(31, 1, 0.05)   # rows add power
+        df = homogeneity.CELLS - 1
+        assert homogeneity.detectable_tv(draws, df, 1) <= tv < homogeneity.detectable_tv(
+            draws - 1, df, 1)
+    rows_add_power = homogeneity.planned_draws(248, 8, 0.05) < homogeneity.planned_draws(
+        31, 1, 0.05)
+    assert rows_add_power
 
 
 def hashed_rows(constant: int = 12345, moved: float = 0.0):
