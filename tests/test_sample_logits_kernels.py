@@ -344,18 +344,17 @@ def test_triton_fallback_split_across_programs_draws_the_ids_of_one(monkeypatch)
     inputs["top_p"][:] = 1.0                                # no filter: all to the fallback
     inputs["top_k"][4:] = 1100                              # k > KMAX: all to the fallback
     inputs["temperature"][7] = 0.0                          # and a greedy row with no filter
-    seeds = range(6, 10)
+    seeds = range(6, 9)          # three calls in a row: a ticket left unreset shows twice
     one = [race.sample_logits_triton(**inputs, seed=seed) for seed in seeds]
     monkeypatch.setattr(fallback, "fallback_launch", lambda *args: (2, 256, 128, 3, 4, 1))
-    for _ in range(2):
-        for seed, ids in zip(seeds, one, strict=True):
-            assert torch.equal(race.sample_logits_triton(**inputs, seed=seed), ids)
+    for seed, ids in zip(seeds, one, strict=True):
+        assert torch.equal(race.sample_logits_triton(**inputs, seed=seed), ids)
     splits_won = {int(ids[row]) // 512 for ids in one for row in range(4)}
     assert len(splits_won) >= 2, "the no-filter rows' winners lie in one split: weak data"
     assert all(ids[7] == inputs["logits"][7].argmax() for ids in one)
 
 
-@pytest.mark.long(70)
+@pytest.mark.long(40)
 def test_triton_fallback_searches_reading_tiles_ahead_draw_the_ids_of_one(monkeypatch):
     """The fallback's searches (x_(k) and the top-p threshold over whole rows, every row
     sent there: KMAX = 0) reading 4 and 8 search tiles at once, the last of a row past V,
@@ -366,7 +365,7 @@ def test_triton_fallback_searches_reading_tiles_ahead_draw_the_ids_of_one(monkey
     inputs = nucleus_rows(vocab=1500)
     inputs["top_k"][5:] = torch.tensor([7, 300, 1])          # top-k, with and without top-p
     monkeypatch.setattr(race, "KMAX", 0)
-    seeds = range(2)
+    seeds = range(1)             # one call a reading: the searches' reads, not the draws
 
     def ids_at(tiles):
         monkeypatch.setattr(fallback, "fallback_launch",
