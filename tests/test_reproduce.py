@@ -44,6 +44,23 @@ def test_reproduces_the_recorded_statistic(recorded, tmp_path):
     assert report["statistical_checks"] == 5 and report["budget"] == "smoke"
     assert f"statistic  {old['statistic']!r}  {old['statistic']!r}" in output
     assert "reproduced: the same statistic" in output
+    assert "warnings summary" not in output and "Warning" not in output
+
+
+def test_a_kernel_path_that_does_not_load_here_is_one_line_and_no_folder(recorded, tmp_path):
+    """A report whose kernel is a file path, reproduced from another directory: one line
+    that says where to run it from, exit 2, and no report folder left behind."""
+    def edit(report):
+        for check in report["checks"]:
+            check["target"] = "tests/no_such_kernels.py:race"
+    code, output, _ = cli("reproduce", edited(recorded, tmp_path, edit), "tail",
+                          report_dir=tmp_path / "again")
+    assert code == 2, output
+    assert output.strip().splitlines() == [
+        "sampling-harness: error: the report's kernel does not load here: kernel file "
+        "'tests/no_such_kernels.py' does not exist (a path is read from the directory the run "
+        "started in: reproduce from there)"]
+    assert not (tmp_path / "again").exists()
 
 
 def test_a_different_statistic_exits_1_and_says_how(recorded, tmp_path):

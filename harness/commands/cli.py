@@ -25,7 +25,6 @@ from sampling_harness.families.registry import ROLES, default_kernels, entries
 from sampling_harness.options import positive
 from sampling_harness.report.writers import writable
 from sampling_harness.run.sanitize import require_tool
-from sampling_harness.run.stop import sigterm_stops
 from sampling_harness.scale import distributed, precompile, xdist_gpus
 from sampling_harness.words import counted, did_you_mean
 
@@ -149,21 +148,16 @@ def run_check(args) -> int:
         writable(report_dir)
     declared = declaring_files()
     pytest_args = [str(declared[family]) for family in families]
-    pytest_args += ["-q", "-p", "no:cacheprovider", "-W",
-                    "ignore::pytest.PytestAssertRewriteWarning",
-                    *options.plugin_args({**vars(args), "report_dir": report_dir})]
+    pytest_args += options.plugin_args({**vars(args), "report_dir": report_dir})
     if args.select:
         pytest_args += ["-k", args.select]
 
-    import pytest
-
-    from sampling_harness.run.guest import only_own_plugins
+    from sampling_harness.run.guest import run_pytest
 
     ahead = precompile_ahead(args, device, families, report_dir) \
         if shard.world == 1 and not args.sanitize else None
     try:    # only the plugins the run needs, in its xdist workers too (run/guest.py)
-        with sigterm_stops(), only_own_plugins():
-            code = pytest.main(pytest_args)
+        code = run_pytest(pytest_args)
     finally:
         if ahead is not None:
             summary = precompile.stop(*ahead)

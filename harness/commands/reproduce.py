@@ -22,6 +22,7 @@ import torch
 from sampling_harness.device import resolve_device
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES, declaring_files
+from sampling_harness.families.loader import load
 from sampling_harness.options import plugin_args
 from sampling_harness.report.schema import CHECK_FIELDS, as_float, read_report, report_path
 from sampling_harness.report.writers import writable
@@ -106,7 +107,7 @@ def check_node(verdict: dict) -> str:
 def pytest_args(report: dict, verdict: dict, report_dir: Path) -> list[str]:
     """The pytest command line of the recorded run, for this check's kernel only."""
     pinned = report["statistical_checks"]
-    return [check_node(verdict), "-q", "-p", "no:cacheprovider", *plugin_args({
+    return [check_node(verdict), *plugin_args({
         "kernel": [verdict["target"]], "budget": report["budget"],
         "device": torch.device(report["device"]).type, "seed": report["harness_seed"],
         "family_alpha": float(report["family_alpha"]), "report_dir": report_dir,
@@ -141,6 +142,12 @@ def run_reproduce(args, report_dir: Path) -> int:
                            f"sample of {world} ranks' streams, so reproduce it under torchrun "
                            f"with --nproc-per-node {world} (the check's reproduce command: "
                            f"{old.get('reproduce') or 'see its report'})")
+    try:        # before any folder is made: a kernel that does not load is said in one line
+        load(old["target"], old["family"])
+    except HarnessError as exc:
+        where = " (a path is read from the directory the run started in: reproduce from " \
+            "there)" if ".py:" in old["target"] else ""
+        raise HarnessError(f"the report's kernel does not load here: {exc}{where}") from None
     pytest_argv = pytest_args(report, old, report_dir)
     device = resolve_device(torch.device(report["device"]).type)   # this machine has one?
     if sanitizer(old):
@@ -152,7 +159,10 @@ def run_reproduce(args, report_dir: Path) -> int:
           f"{counted(report['statistical_checks'], 'statistical check')}")
 
     import pytest
-    code = pytest.main(pytest_argv)
+
+    from sampling_harness.run.guest import run_pytest
+
+    code = run_pytest(pytest_argv)
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         raise HarnessError(f"{pytest_argv[0]} ran nothing for kernel {old['target']!r}")
     new_path = report_dir / "report.json"

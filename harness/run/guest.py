@@ -10,6 +10,10 @@ are environment variables, so that every process of the run loads the same: the 
 workers and the compute-sanitizer child (``sampling_harness.run.sanitize``) inherit them.
 A plain ``pytest`` run, ``pytest --pyargs sampling_harness.suites.sample`` included, keeps
 pytest's autoloading.
+
+``run_pytest`` is the one way the CLI starts its pytest (``check``, ``reproduce``): those
+plugins only, quiet (no cache, no warning that a plugin imported early cannot be rewritten),
+a stop handled as ``sampling_harness.run.stop`` says.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ PLUGINS = "PYTEST_PLUGINS"
 HARNESS_PLUGIN = "sampling_harness.run.plugin"
 # entry-point names (group pytest11) of the other plugins a harness run needs
 NEEDED = ("xdist", "hypothesispytest")
+QUIET = ("-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning")
 
 
 def own_plugins() -> list[str]:
@@ -53,3 +58,15 @@ def only_own_plugins(env: MutableMapping[str, str] | None = None) -> Iterator[li
                 env.pop(name, None)
             else:
                 env[name] = value
+
+
+def run_pytest(argv: list[str]) -> int:
+    """``pytest.main`` of a harness run: ``argv`` (its files or nodes, then the harness's
+    options) after ``QUIET``, with only the harness's plugins, a SIGINT or SIGTERM stopping
+    the run (INCOMPLETE, exit 2) rather than the process."""
+    import pytest
+
+    from sampling_harness.run.stop import sigterm_stops
+
+    with sigterm_stops(), only_own_plugins():
+        return pytest.main([*argv[:1], *QUIET, *argv[1:]])
