@@ -6,6 +6,7 @@ a likely equivalent and a dead-code row, with all five outputs."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import importlib
 import json
@@ -523,6 +524,18 @@ def test_mutate_names_unknown_mutants_and_refuses_baselines(tmp_path):
     assert code == 2 and "no mutant m9999" in out
     code, out, _ = cli("mutate", "sample", "--kernel", "torch-fp32", "--dry-run")
     assert code == 2 and "is a baseline" in out
+    code, out, _ = cli("mutate", "sample", "--kernel", "triton-exact", "--all", "--only",
+                       "m0001")
+    assert code == 2 and "--all runs every site; --only names some" in out
+
+
+def test_all_chooses_every_site_and_says_so():
+    from sampling_harness.commands.mutate import choose, command_line
+    assert choose(37, 37, 5, []) == list(range(37))
+    args = argparse.Namespace(family="sample", kernel="triton-exact", budget="quick",
+                              device="cuda", seed=1, mutants=20, all=True, only=[],
+                              mutant_seed=None)
+    assert "--all" in command_line(args) and "--mutants" not in command_line(args)
 
 
 # The CI case (issue: `mutate sample --kernel triton-exact --budget smoke` on a CPU with a

@@ -55,6 +55,8 @@ def add_arguments(parser) -> None:
                                              "GPU: half the CPU cores, at most 8)"})
     parser.add_argument("--mutants", type=positive(int), default=DEFAULT_MUTANTS, metavar="N",
                         help="how many mutants to choose at random")
+    parser.add_argument("--all", action="store_true",
+                        help="run every site reachable from the kernel, not a sample")
     parser.add_argument("--mutant-seed", type=int, default=None, metavar="S",
                         help="seed of the choice of mutants (default: --seed)")
     parser.add_argument("--only", action="append", default=[], metavar="ID",
@@ -98,8 +100,8 @@ def _workers(args, device) -> tuple[list[str], int]:
 def command_line(args) -> str:
     words = ["sampling-harness", "mutate", args.family, "--kernel", args.kernel, "--budget",
              args.budget, "--device", args.device, "--seed", str(args.seed)]
-    words += ["--mutants", str(args.mutants)] if not args.only else \
-        [w for name in args.only for w in ("--only", name)]
+    words += [w for name in args.only for w in ("--only", name)] if args.only else \
+        ["--all"] if args.all else ["--mutants", str(args.mutants)]
     if args.mutant_seed is not None:
         words += ["--mutant-seed", str(args.mutant_seed)]
     return shlex.join(words)
@@ -123,8 +125,10 @@ def run_mutate(args, report_dir: Path) -> int:
     sites = found.sites()
     if not sites:
         raise HarnessError(f"no mutation site in the source reachable from {args.kernel}")
+    if args.all and args.only:
+        raise HarnessError("--all runs every site; --only names some: give one of them")
     seed = args.seed if args.mutant_seed is None else args.mutant_seed
-    chosen = choose(len(sites), args.mutants, seed, args.only)
+    chosen = choose(len(sites), len(sites) if args.all else args.mutants, seed, args.only)
     gpus, per_gpu = _workers(args, device)
     budget = args.memory_budget or (memory.default_budget(device, per_gpu)
                                     if device.type == "cuda" else None)
