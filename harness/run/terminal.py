@@ -26,9 +26,14 @@ REASON = 300          # characters of a failure's reason on the terminal
 
 
 def one_line(text: str, limit: int = REASON) -> str:
-    """The first line of ``text``, cut to ``limit`` characters."""
+    """The first line of ``text`` in at most ``limit`` characters: a longer one loses its
+    middle, not its end, where a reason's value and reference or its call's shapes and seed
+    stand (two thirds of the room for the head, the rest for the tail)."""
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-    return line if len(line) <= limit else line[:limit - 3] + "..."
+    if len(line) <= limit:
+        return line
+    head = (limit - 5) * 2 // 3
+    return f"{line[:head]} ... {line[len(line) - (limit - 5 - head):]}"
 
 
 def _tally(verdicts: list[Verdict], skipped: list[dict]) -> dict[str, Counter]:
