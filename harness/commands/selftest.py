@@ -247,17 +247,9 @@ def run_case(case: Case, directory: Path, timeout: float = RUN_TIMEOUT) -> Resul
         return Result(case, "skipped", case.skip)
     started = time.perf_counter()
     # a mutant runs in its own child already: in-process checks spare a worker's start
-    # (torch imported twice); one that takes that child down (a fault) runs again with its
-    # checks in workers, where the fault is the verdict of the check it happened in
-    isolation = ["--isolation", "none"] if case.role == "mutant" else []
-    code, output = _run(case.args, isolation, directory, timeout)
-    if isolation and code not in (0, 1, None):
-        code, output = _run(case.args, [], directory, timeout)
+    # (torch imported twice)
+    code, output, report = _run_and_read(case.args, case.role == "mutant", directory, timeout)
     seconds = time.perf_counter() - started
-    try:
-        report = read_report(directory / "report.json")
-    except HarnessError as exc:
-        report, output = None, f"{output}\n{exc}"
     status, detail = judge(case, code, report, output)
     return Result(case, status, detail, seconds, report, output)
 
@@ -267,13 +259,7 @@ def run_batch(batch: Batch, directory: Path, timeout: float = RUN_TIMEOUT) -> li
     ``directory``, and judge each mutant on its own checks (its seconds: theirs)."""
     if len(batch.cases) == 1:
         return [run_case(batch.cases[0], directory, timeout)]
-    code, output = _run(list(batch.args), ["--isolation", "none"], directory, timeout)
-    if code not in (0, 1, None):
-        code, output = _run(list(batch.args), [], directory, timeout)
-    try:
-        report = read_report(directory / "report.json")
-    except HarnessError as exc:
-        report, output = None, f"{output}\n{exc}"
+    code, output, report = _run_and_read(batch.args, True, directory, timeout)
     results = []
     for case in batch.cases:
         own = None if report is None else {
@@ -282,6 +268,21 @@ def run_batch(batch: Batch, directory: Path, timeout: float = RUN_TIMEOUT) -> li
         seconds = sum(c.get("duration") or 0 for c in own["checks"]) if own else 0.0
         results.append(Result(case, status, detail, seconds, own, output))
     return results
+
+
+def _run_and_read(args, in_process: bool, directory: Path,
+                  timeout: float) -> tuple[int | None, str, dict | None]:
+    """(exit code, output, report or None) of a ``sampling-harness check`` child. One run
+    ``in_process`` (``--isolation none``) that a fault takes down runs again with its checks
+    in workers, where the fault is the verdict of the check it happened in."""
+    isolation = ["--isolation", "none"] if in_process else []
+    code, output = _run(list(args), isolation, directory, timeout)
+    if isolation and code not in (0, 1, None):
+        code, output = _run(list(args), [], directory, timeout)
+    try:
+        return code, output, read_report(directory / "report.json")
+    except HarnessError as exc:
+        return code, f"{output}\n{exc}", None
 
 
 def _run(args: list[str], isolation: list[str], directory: Path,
