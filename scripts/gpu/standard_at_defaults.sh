@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `check all --budget standard` at its defaults, RUNS times in a row; with HOLD_GB set, once
-# more while another process holds that many GB of the same GPU. Logs and reports in $OUT.
-# Usage: RUNS=2 HOLD_GB=40 bash scripts/gpu/standard_at_defaults.sh
+# more while another process holds that many GB of the same GPU; ISOLATION=none runs the
+# checks in one process (`--isolation none`), for an A/B of the fault handling's cost. Logs
+# and reports in $OUT.
+# Usage: [ISOLATION=none] RUNS=2 HOLD_GB=40 bash scripts/gpu/standard_at_defaults.sh
 set -uo pipefail
 source scripts/gpu-env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -10,7 +12,7 @@ git rev-parse --short HEAD 2>/dev/null | tee "$OUT/commit.txt"
 one_run() {     # $1: label
   local start=$(date +%s.%N)
   python3 -m sampling_harness check all --budget standard --report-dir "$OUT/$1" \
-    > "$OUT/$1.log" 2>&1
+    ${ISOLATION:+--isolation "$ISOLATION"} > "$OUT/$1.log" 2>&1
   local rc=$?
   local end=$(date +%s.%N)
   python3 - "$OUT/$1" "$1" "$rc" "$start" "$end" <<'PY'
