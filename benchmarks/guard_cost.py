@@ -1,6 +1,6 @@
 """Guard-band cost of a run: sum of each check's details.guard_seconds over its duration.
 
-Usage: python scripts/guard_cost.py REPORT_DIR/report.json  (prints per family and in total)
+Usage: python3 benchmarks/guard_cost.py REPORT_DIR/report.json  (prints per family and in total)
 """
 import collections
 import json
