@@ -14,13 +14,4 @@ a check is granted (harness/scale/memory.py).
 
 from __future__ import annotations
 
-from sampling_harness.errors import HarnessError
-
 BUDGET_NAMES = ("smoke", "quick", "standard", "thorough")
-
-
-def get_budget(name: str) -> str:
-    """The budget name, checked."""
-    if name not in BUDGET_NAMES:
-        raise HarnessError(f"unknown budget {name!r}; known: {', '.join(BUDGET_NAMES)}")
-    return name

@@ -24,18 +24,6 @@ harness to declare it:
 from __future__ import annotations
 
 
-def mutant(caught_by: tuple[str, ...], budget: str, bug: str, tool: str = "",
-           devices: tuple[str, ...] = ("cpu", "cuda"), call_timeout: float | None = None):
-    """Mark a function as a mutant re-creating ``bug``, caught by ``caught_by`` at ``budget``
-    on ``devices``."""
-    def mark(fn):
-        fn.sampling_harness = {"role": "mutant", "caught_by": list(caught_by),
-                               "budget": budget, "bug": bug, "tool": tool,
-                               "devices": list(devices), "call_timeout": call_timeout}
-        return fn
-    return mark
-
-
 def baseline(shipped_by: str, must_fail: dict | None = None, may_fail: dict | None = None):
     """Mark a function as a baseline: what ``shipped_by`` ships, with its stated expectation."""
     def mark(fn):
@@ -49,7 +37,7 @@ def baseline(shipped_by: str, must_fail: dict | None = None, may_fail: dict | No
 
 
 def per_request_seeds(fn):
-    """Mark a function (of any role; put it above ``mutant``/``baseline``) as taking
+    """Mark a function (of any role; put it above ``baseline``) as taking
     per-request seeds: an int64 [B] ``seed`` tensor as well as an int."""
     fn.sampling_harness = {**getattr(fn, "sampling_harness", {"role": "kernel"}),
                            "seeds": "per-request"}

@@ -113,8 +113,10 @@ def _part(module: str) -> str:
 
 
 def test_dependencies_point_one_way():
-    """suites -> harness -> reference (DESIGN.md); kernels import neither the harness nor the
-    suites (a kernel is just a function), reference only numpy, scipy and torch."""
+    """The folders depend one way, suites -> harness -> reference (a suite may import the
+    harness and the reference, the harness the reference, never the other way round); kernels
+    import neither the harness nor the suites (a kernel is just a function), reference only
+    numpy, scipy and torch."""
     allowed = {("suites", "harness"), ("suites", "reference"), ("harness", "reference")}
     against = sorted(f"{a} -> {b}" for a, targets in import_graph().items() for b in targets
                      if _part(a) != _part(b) and (_part(a), _part(b)) not in allowed)

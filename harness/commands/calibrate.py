@@ -31,8 +31,6 @@ from sampling_harness.families import family_names
 from sampling_harness.families.loader import load
 from sampling_harness.options import add_to_argparse, cli_args, positive
 from sampling_harness.report.schema import as_float, read_report
-from sampling_harness.report.writers import atomic_write, writable
-from sampling_harness.stats.binomial import clopper_pearson
 
 RUN = "(whole run)"
 CONFIG = ("family", "kernel", "budget", "device", "select", "family_alpha",
@@ -57,6 +55,8 @@ def rate_interval(fails: int, trials: int, confidence: float = 0.95) -> tuple[fl
     (``stats.binomial.clopper_pearson``). With k = 0 the upper end is 1 - (a/2)^(1/n) ~ 3.7/n:
     showing a rate below alpha takes n > ~3.7/alpha runs. (NaN, NaN) when there are no
     trials."""
+    from sampling_harness.stats.binomial import clopper_pearson
+
     if trials == 0:
         return math.nan, math.nan
     return clopper_pearson(fails, trials, confidence)
@@ -122,6 +122,8 @@ def completed(directory: Path) -> bool:
 
 def run_one(command: list[str], directory: Path, threads: int) -> dict:
     """One check subprocess; its exit code and last stderr line go to DIR/runs/seed-s/exit.json."""
+    from sampling_harness.report.writers import atomic_write
+
     (directory / "report.json").unlink(missing_ok=True)      # an incomplete earlier try
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", str(threads))
@@ -263,6 +265,8 @@ def _command(args) -> str:
 def _prepare(args, out: Path) -> None:
     """Make DIR (writable, else exit 2) and record the configuration; a DIR holding another
     calibration is refused."""
+    from sampling_harness.report.writers import atomic_write, writable
+
     writable(out / "runs")
     config, path = {key: getattr(args, key) for key in CONFIG}, out / "calibrate.json"
     try:
@@ -276,6 +280,8 @@ def _prepare(args, out: Path) -> None:
 
 
 def run_calibrate(args, out: Path) -> int:
+    from sampling_harness.report.writers import atomic_write
+
     meta = load(args.kernel, args.family).meta      # role; a mutant's caught_by checks
     role, caught_by = meta["role"], tuple(meta.get("caught_by", ()))
     _prepare(args, out)

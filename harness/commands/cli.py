@@ -17,15 +17,13 @@ from datetime import datetime
 from pathlib import Path
 
 from sampling_harness import options
-from sampling_harness.device import resolve_device, use_triton_interpreter_without_gpu
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES, declaring_files, family_names
 from sampling_harness.families.loader import load
 from sampling_harness.families.registry import ROLES, default_kernels, entries
 from sampling_harness.options import positive
-from sampling_harness.report.writers import writable
 from sampling_harness.run.sanitize import require_tool
-from sampling_harness.scale import distributed, precompile, xdist_gpus
+from sampling_harness.scale import precompile
 from sampling_harness.words import counted, did_you_mean
 
 
@@ -115,11 +113,22 @@ def _report_dir(given: str | None) -> Path:
     return Path(given or Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S"))
 
 
+def known_family(family: str) -> None:
+    """A ``HarnessError`` when ``family`` (of ``check``) is neither an installed family nor
+    ``all``: from the entry points alone, so that a misspelt family is said as soon as a usage
+    error is, no family (nor torch) imported."""
+    names = family_names()
+    if family != "all" and family not in names:
+        raise HarnessError(f"unknown family {family!r}{did_you_mean(family, names)}"
+                           f" (known: {', '.join(names)}, all)")
+
+
 def run_check(args) -> int:
+    from sampling_harness.device import resolve_device
+    from sampling_harness.report.writers import writable
+    from sampling_harness.scale import distributed, xdist_gpus
+
     families = list(FAMILIES) if args.family == "all" else [args.family]
-    if args.family != "all" and args.family not in FAMILIES:
-        raise HarnessError(f"unknown family {args.family!r}{did_you_mean(args.family, FAMILIES)}"
-                           f" (known: {', '.join(FAMILIES)}, all)")
     if args.family == "all" and args.kernel:
         raise HarnessError("check all runs every registered kernel and baseline; name a family "
                            "to check --kernel targets")
@@ -296,18 +305,29 @@ def _hypothesis_storage_elsewhere():
 
 
 def main(argv: list[str] | None = None) -> int:
-    distributed.multicast_off()     # never NVLink multicast, here and in every child process
-    args = _parser().parse_args(argv)
-    use_triton_interpreter_without_gpu()
+    args = _parser().parse_args(argv)       # --help and usage errors: no torch imported
     try:
-        with _hypothesis_storage_elsewhere():
-            return _dispatch(args)
+        if args.command == "check":
+            known_family(args.family)
+        return _run(args)
     except HarnessError as exc:
         print(f"sampling-harness: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:         # `sampling-harness list | head`: the reader has gone
         sys.stdout = None
         return 0
+
+
+def _run(args) -> int:
+    """Run the parsed command line ``args``: torch comes in here."""
+    from sampling_harness.device import use_triton_interpreter_without_gpu
+    from sampling_harness.scale import distributed
+
+    distributed.multicast_off()     # never NVLink multicast, here and in every child process
+    use_triton_interpreter_without_gpu()
+    try:
+        with _hypothesis_storage_elsewhere():
+            return _dispatch(args)
     finally:
         distributed.shutdown()
 

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from sampling_harness.errors import HarnessError
 from sampling_harness.report.schema import as_float, read_report, report_path
-from sampling_harness.report.writers import atomic_write, writable
 from sampling_harness.words import counted
 
 WORSE = {("pass", "fail"), ("pass", "error"), ("fail", "error")}
@@ -158,6 +157,8 @@ def _describe(label: str, path: Path, report: dict) -> str:
 
 
 def run_compare(args) -> int:
+    from sampling_harness.report.writers import atomic_write, writable
+
     path_a, path_b = report_path(args.a), report_path(args.b)
     report_a, report_b = read_report(path_a), read_report(path_b)
     table, note = compare_frames(checks_frame(report_a), checks_frame(report_b))

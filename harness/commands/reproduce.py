@@ -17,15 +17,11 @@ import math
 import os
 from pathlib import Path
 
-import torch
-
-from sampling_harness.device import resolve_device
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES, declaring_files
 from sampling_harness.families.loader import load
 from sampling_harness.options import plugin_args
 from sampling_harness.report.schema import CHECK_FIELDS, as_float, read_report, report_path
-from sampling_harness.report.writers import writable
 from sampling_harness.run.sanitize import TOOLS, require_tool
 from sampling_harness.words import counted, did_you_mean
 
@@ -106,6 +102,8 @@ def check_node(verdict: dict) -> str:
 
 def pytest_args(report: dict, verdict: dict, report_dir: Path) -> list[str]:
     """The pytest command line of the recorded run, for this check's kernel only."""
+    import torch
+
     pinned = report["statistical_checks"]
     return [check_node(verdict), *plugin_args({
         "kernel": [verdict["target"]], "budget": report["budget"],
@@ -131,6 +129,11 @@ def side_by_side(old: dict, new: dict) -> str:
 
 
 def run_reproduce(args, report_dir: Path) -> int:
+    import torch
+
+    from sampling_harness.device import resolve_device
+    from sampling_harness.report.writers import writable
+
     path = report_path(args.report)
     report = read_report(path, CHECK_FIELDS + ("target", "check"))
     old = find_verdict(report, args.check, args.kernel, path)

@@ -34,13 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sampling_harness.budgets import BUDGET_NAMES
-from sampling_harness.device import resolve_device
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES, family_names
 from sampling_harness.families.registry import by_role, default_kernels
 from sampling_harness.options import add_to_argparse, cli_args, positive
 from sampling_harness.report.schema import read_report
-from sampling_harness.report.writers import atomic_write, writable
 from sampling_harness.words import counted
 
 CLEAN_BUDGET = {"cpu": "smoke", "cuda": "quick"}   # every edge case of every validity check
@@ -333,6 +331,9 @@ def conclude(results: list[Result]) -> int:
 
 
 def run_selftest(args, out: Path) -> int:
+    from sampling_harness.device import resolve_device
+    from sampling_harness.report.writers import atomic_write, writable
+
     device = resolve_device(args.device).type
     cases = plan(args.family, device, args.budget, args.kernel)
     writable(out)

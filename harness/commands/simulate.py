@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
-from sampling_harness.device import resolve_device
-from sampling_harness.engine import DEFAULT_PARTS, Engine, EngineConfig, Request, parts, toy_models
-from sampling_harness.engine.metrics import tme_and_bound
-from sampling_harness.report.writers import atomic_write
+# The engine's replaceable parts: part -> (family, default kernel). The engine's own table,
+# ``sampling_harness.engine.DEFAULT_PARTS``, spelt here too so that ``simulate --help`` does
+# not import the engine (torch); tests/test_help_imports.py keeps the two equal.
+PARTS = {"proposer": ("spec-decode", "torch-proposer"),
+         "handover": ("draft-probs", "torch-draft-probs"),
+         "rejection": ("rejection", "torch-rejection"),
+         "sampler": ("sample-logits", "torch-sample-logits"),
+         "logprobs": ("logprobs", "torch-logprobs-gather")}
 
 
 def add_arguments(sim) -> None:
@@ -31,12 +33,26 @@ def add_arguments(sim) -> None:
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     sim.add_argument("--report-dir", default=None)
-    for part, (family, default) in DEFAULT_PARTS.items():
+    for part, (family, default) in PARTS.items():
         sim.add_argument(f"--{part}", default=None, metavar="TARGET",
                          help=f"a {family} kernel (default {default})")
 
 
 def run_simulate(args, report_dir: Path) -> int:
+    import numpy as np
+
+    from sampling_harness.device import resolve_device
+    from sampling_harness.engine import (
+        DEFAULT_PARTS,
+        Engine,
+        EngineConfig,
+        Request,
+        parts,
+        toy_models,
+    )
+    from sampling_harness.engine.metrics import tme_and_bound
+    from sampling_harness.report.writers import atomic_write
+
     device = resolve_device(args.device)
     target, draft = toy_models(args.vocab, 2, args.seed)
     config = EngineConfig(args.num_spec_tokens, args.max_model_len, args.scheduling, args.seed)

@@ -17,10 +17,9 @@ previous compile is over by then), and a waiter gives up after ``WAIT_S`` and co
 itself. An ``flock`` dies with its process, so a crashed worker leaves no lock behind. The
 lock only orders work: what is compiled, and every verdict, is the same with or without it.
 
-Triton is told through its documented knob ``TRITON_CACHE_MANAGER=MODULE:CLASS``
-(``ENV_VALUE``); sampling_harness.scale.xdist_gpus sets it for the workers of a GPU run unless the
-user set
-one.
+Triton is told through its documented knob ``TRITON_CACHE_MANAGER=MODULE:CLASS``, here
+``sampling_harness.scale.compile_lock:LockingCacheManager``: sampling_harness.scale.xdist_gpus
+sets it (its ``COMPILE_LOCK``) for the workers of a GPU run unless the user set one.
 """
 
 from __future__ import annotations
@@ -31,8 +30,6 @@ import time
 
 from triton.runtime.cache import FileCacheManager
 
-ENV = "TRITON_CACHE_MANAGER"
-ENV_VALUE = "sampling_harness.scale.compile_lock:LockingCacheManager"
 LOCK_FILE = "compiling.lock"
 WAIT_S = 300.0           # a waiter compiles itself after this long (a stuck or failed holder)
 POLL_S = 0.02
