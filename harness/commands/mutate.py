@@ -69,6 +69,10 @@ def add_arguments(parser) -> None:
                         help="exit 1 when the mutation score is below this")
     parser.add_argument("--dry-run", action="store_true",
                         help="list the chosen mutants and their diffs; run nothing")
+    parser.add_argument("--reach", action="store_true",
+                        help="run only the original and list the lines of its @triton.jit "
+                             "code that no check runs (exit 1 if any); on a CPU the "
+                             "interpreter's lines, on a GPU the compiled ones")
     add_to_argparse(parser, ("report_dir",))
 
 
@@ -107,6 +111,23 @@ def command_line(args) -> str:
     return shlex.join(words)
 
 
+def run_reach(run) -> int:
+    """The reach report (harness/mutate/unreached.py): the original's run alone; 0 when every
+    line of its ``@triton.jit`` code ran, else 1."""
+    from sampling_harness.mutate import unreached
+    from sampling_harness.report.writers import atomic_write
+
+    original = run.record_original()
+    document = unreached.report(run.found, run.sites, original["coverage"], {
+        **run.meta, "seconds": round(original["run"].seconds, 1)})
+    atomic_write(run.report_dir / "reach.json", unreached.to_json(document))
+    atomic_write(run.report_dir / "reach.md", unreached.to_markdown(document))
+    for line in unreached.terminal_lines(document):
+        print(line)
+    print(f"reach report: {run.report_dir}/reach.md")
+    return 1 if document["unreached"] else 0
+
+
 def run_mutate(args, report_dir: Path) -> int:
     from sampling_harness.device import resolve_device
     from sampling_harness.families.loader import load
@@ -141,6 +162,11 @@ def run_mutate(args, report_dir: Path) -> int:
     if args.dry_run:
         return session.dry_run(found, sites, chosen)
     writable(report_dir)
+    if args.reach:
+        return run_reach(session.MutateRun(found, sites, settings, report_dir, {
+            "family": args.family, "kernel": kernel.name, "target": kernel.target,
+            "budget": args.budget, "device": device.type, "harness_seed": args.seed},
+            time.perf_counter()))
     started = time.perf_counter()
     meta = {"family": args.family, "kernel": kernel.name, "target": kernel.target,
             "budget": args.budget, "device": device.type, "harness_seed": args.seed,
