@@ -120,9 +120,14 @@ def bitmask_rows(vocab: int, rng: np.random.Generator) -> list[Row]:
     ]
 
 
+LONG_STOP_LIST = 40      # stop ids of one row: more than a kernel's one pass may hold
+
+
 def stop_rows(vocab: int, rng: np.random.Generator) -> list[Row]:
-    """min_tokens at its boundary: outputs of min - 1, min and min + 1 tokens."""
+    """min_tokens at its boundary: outputs of min - 1, min and min + 1 tokens; a long stop
+    list (``LONG_STOP_LIST`` ids, the last ones too must be masked)."""
     stop = tokens(vocab, rng, 2)
+    many = tokens(vocab, rng, min(LONG_STOP_LIST, vocab - 2))
     prompt, output = tokens(vocab, rng, 10), tokens(vocab, rng, 5)
     return [
         Row(gaussian(vocab, rng), prompt[:2], output[:3], stop=stop, min_tokens=4,
@@ -143,6 +148,8 @@ def stop_rows(vocab: int, rng: np.random.Generator) -> list[Row]:
             label="no stop tokens (padding only)"),
         Row(gaussian(vocab, rng), prompt[:2], [stop[0], output[0]], stop=stop + [stop[0]],
             min_tokens=3, label="a stop token in the history, listed twice"),
+        Row(gaussian(vocab, rng), prompt[:2], output[:1], stop=many, min_tokens=4,
+            label=f"{len(many)} stop tokens, all masked"),
     ]
 
 
