@@ -144,10 +144,12 @@ def chunk_width(vocab: int, chunk: int = 0) -> int:
 def _launch_shape(batch: int, vocab: int, device: torch.device, w: int,
                   programs_per_sm: int, warps: int):
     """(BLOCK_R, splits, num_warps) for chunks of ``w`` columns. Interpreter: 2^17-element
-    tiles (it pays per program and per loop trip). GPU: one row per program, rows split
-    into runs of chunks until there are ``programs_per_sm`` programs per SM."""
+    tiles (it pays per program and per loop trip), a row of several chunks split in two (so
+    that a CPU run takes the split path too: the draws are the same). GPU: one row per
+    program, rows split into runs of chunks until there are ``programs_per_sm`` programs
+    per SM."""
     if device.type != "cuda":
-        return min(next_power_of_2(batch), max(1, 2**17 // w)), 1, 4
+        return min(next_power_of_2(batch), max(1, 2**17 // w)), min(2, cdiv(vocab, w)), 4
     wanted = cdiv(programs_per_sm * multiprocessors(device), batch)
     return 1, min(cdiv(vocab, w), max(1, wanted)), warps
 

@@ -255,11 +255,13 @@ def quarter_width(vocab: int) -> int:
 def _launch_shape(batch: int, vocab: int, device: torch.device, rows: int,
                   programs_per_sm: int, warps: int):
     """(BLOCK_R, splits, num_warps). Interpreter: 2^17-token tiles (it pays per program and
-    per loop trip). GPU: ``rows`` rows per program, rows split into runs of chunks until
-    there are ``programs_per_sm`` programs per SM."""
+    per loop trip), a row of several chunks split in two (so that a CPU run takes the
+    split path too: the draws are the same). GPU: ``rows`` rows per program, rows split
+    into runs of chunks until there are ``programs_per_sm`` programs per SM."""
     q = quarter_width(vocab)
     if device.type != "cuda":
-        return min(next_power_of_2(batch), max(1, 2**17 // (4 * q))), 1, 4
+        return min(next_power_of_2(batch), max(1, 2**17 // (4 * q))), \
+            min(2, cdiv(vocab, 4 * q)), 4
     chunks = cdiv(vocab, 4 * q)
     rows = min(rows, next_power_of_2(batch))
     wanted = cdiv(programs_per_sm * multiprocessors(device), cdiv(batch, rows))
