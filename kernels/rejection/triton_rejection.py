@@ -313,10 +313,11 @@ def _launch_shape(batch: int, vocab: int, device: torch.device, tile: int, warps
 def split_count(row_blocks: int, n_chunks: int, device: torch.device,
                 programs_per_sm: int) -> int:
     """S: the programs a request block's row is split over, until the grid has about
-    ``programs_per_sm`` programs per SM, at most one a chunk; 1 on a CPU (the interpreter
-    pays per program)."""
+    ``programs_per_sm`` programs per SM, at most one a chunk; on a CPU two where there are
+    several chunks (the interpreter pays per program, but a CPU run then takes the split
+    path too: the draws do not depend on S)."""
     if device.type != "cuda":
-        return 1
+        return min(2, n_chunks)
     return max(1, min(n_chunks, cdiv(programs_per_sm * multiprocessors(device), row_blocks)))
 
 
