@@ -217,12 +217,13 @@ def launch_for(batch: int, vocab: int, slots: int, device: torch.device, gpu: La
                programs_per_sm: int = GPU_PROGRAMS_PER_SM) -> Launch:
     """The launch of ``logprobs_triton``: GPU, ``gpu`` (one row a program) with the row split
     for ``programs_per_sm`` programs per SM; CPU (the interpreter pays per program and per
-    loop trip), blocks of up to CPU_BLOCK columns, as many rows a program as CPU_TILE holds,
-    one program a row, ``gpu``'s prune limit."""
+    loop trip), blocks of up to CPU_BLOCK columns and under V (so that a CPU run takes the
+    whole-block loops as well as the ragged last block), as many rows a program as CPU_TILE
+    holds, one program a row, ``gpu``'s prune limit."""
     if device.type == "cuda":
         wanted = cdiv(programs_per_sm * multiprocessors(device), batch)
         return replace(gpu, splits=wanted)
-    block = max(4, min(CPU_BLOCK, next_power_of_2(vocab)))
+    block = max(4, min(CPU_BLOCK, next_power_of_2(vocab) // 2))
     tile = next_power_of_2(sum(id_groups(slots))) * block
     return Launch(block=block, warps=4, rows=max(1, min(next_power_of_2(batch),
                                                         CPU_TILE // tile)),
