@@ -589,8 +589,13 @@ def test_ci_case_triton_exact_at_smoke(tmp_path):
     assert survivor["gap"]["original_repeats"] and survivor["gap"]["inputs"]["seed"]
     tested = survivor["gap"]["law"]
     assert tested["budget"] == "smoke" and tested["target_tv"] == 0.1, tested
-    assert tested["p_value"] >= tested["alpha"] == law.ALPHA
-    if outcomes[rekeyed] == "undecided":
+    if "p_value" not in tested:     # a loaded machine: MIN_DRAWS would not fit in smoke's 10 s
+        assert outcomes[rekeyed] == "undecided", tested
+        assert tested["reason"].startswith("too slow to test"), tested
+        assert survivor["outcome_label"] == "undecided (no test)"
+    else:
+        assert tested["p_value"] >= tested["alpha"] == law.ALPHA
+    if outcomes[rekeyed] == "undecided" and "p_value" in tested:
         assert tested["tv"] > 0.1 and tested["draws"] < tested["planned_draws"], tested
         assert survivor["outcome_label"] == f"undecided (power {tested['tv']:.3g})"
         assert "cut short by the time limit" in survivor["detail"]
