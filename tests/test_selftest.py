@@ -38,7 +38,8 @@ def _scheduled(batch: selftest.Batch):
 def test_every_registered_kernel_passes(tmp_path):
     result = selftest.run_case(selftest.clean_case("all", DEVICE), tmp_path, timeout=1800)
     assert result.status == "pass", f"{result.detail}\n{result.output[-3000:]}"
-    expected = {(family, kernel) for family in FAMILIES for kernel in default_kernels(family)}
+    expected = {(family, kernel) for family in FAMILIES
+                for kernel in default_kernels(family, DEVICE)}
     assert {(c["family"], c["kernel"]) for c in result.report["checks"]} == expected
 
 

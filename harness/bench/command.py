@@ -23,9 +23,11 @@ table's notes). ``--kernel`` adds any target beside the family's own kernels (it
 kernels under test) and its baselines; ``--launch KEY=V1,V2`` times the kernels under each
 launch setting (harness/bench/launch.py) beside their default, the ``--kernel`` targets when
 given, else the family's own kernels, and checks that the setting leaves the output
-unchanged. A shape may name a variant of the inputs after a colon (logprobs:
-``256x151936x21:top``); a shape without one is timed in each variant of the family's
-default shapes, or in those ``--ids`` names.
+unchanged. The baselines are the family's (``BenchSpec.baselines``), then its registered
+peers that run on the device (FlashInfer's samplers, where flashinfer imports): each gets a
+column of ratios, its time over the row's. A shape may name a variant of the inputs after a
+colon (logprobs: ``256x151936x21:top``); a shape without one is timed in each variant of the
+family's default shapes, or in those ``--ids`` names.
 
 ``run_bench(options)`` takes the run as one ``BenchOptions``; the CLI builds it from its
 namespace (``BenchOptions.from_args``), a script or test directly.
@@ -266,6 +268,18 @@ def _compare_settings(entries: list[dict], make_inputs, device: torch.device) ->
         release(device)
 
 
+def bench_baselines(family: str, declared: tuple[str, ...], device: str
+                    ) -> tuple[tuple[str, ...], list[str]]:
+    """The baselines a bench of ``family`` on ``device`` compares every row with: the
+    family's declared ones (``BenchSpec.baselines``), then its registered peers that run on
+    ``device`` (another project's kernel, FlashInfer's, where it imports); and a note for
+    each registered peer that does not run there."""
+    peers = [(name, e.peer) for name, e in registered(family).items() if e.peer is not None]
+    return (declared + tuple(name for name, peer in peers if device in peer.devices),
+            [f"{name} not timed: it runs on {', '.join(peer.devices)} only"
+             for name, peer in peers if device not in peer.devices])
+
+
 def timed_kernels(family: str, baselines: tuple[str, ...], targets: tuple[str, ...] = ()
                   ) -> tuple[dict, list[str]]:
     """The kernels a bench of ``family`` times, by name, in the table's order: its
@@ -333,8 +347,10 @@ def run_bench(options: BenchOptions) -> int:
     if cuda_graph and dev.type != "cuda":
         raise HarnessError("--cuda-graph needs a CUDA device")
     grid = [s for s in parse_grid(list(options.launch)) if s]
-    kernels, left_out = timed_kernels(family_name, spec.baselines, options.kernels)
-    tuned = set(options.kernels or (name for name in kernels if name not in spec.baselines))
+    baselines, off_device = bench_baselines(family_name, spec.baselines, dev.type)
+    kernels, left_out = timed_kernels(family_name, baselines, options.kernels)
+    left_out = off_device + left_out
+    tuned = set(options.kernels or (name for name in kernels if name not in baselines))
     defaults = spec.gpu_shapes if dev.type == "cuda" else spec.cpu_shapes
     if variants and not any(":" in shape for shape in defaults):
         raise HarnessError(f"family {family_name!r} has no input variants (--ids)")
@@ -384,7 +400,7 @@ def run_bench(options: BenchOptions) -> int:
     eager, graph, reasons = time_entries(entries, make_inputs, dev, calls, repeat, cuda_graph,
                                          family.validate)
     rows = build_rows(entries, eager, graph, reasons, floors, bandwidth, ceilings,
-                      spec.baselines, cuda_graph)
+                      baselines, cuda_graph)
     device_name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
     header = (f"device {device_name}, "
               f"copy bandwidth {bandwidth / 1e12:.2f} TB/s (read + write); each figure the "
@@ -393,7 +409,7 @@ def run_bench(options: BenchOptions) -> int:
               + "; GB/s and % counted on the floor's bytes"
               + "".join(f"; ceiling {rows}x{cols}: {bw / 1e12:.2f} TB/s by {name}"
                         for (rows, cols), (bw, name) in readers.items()))
-    table = render(header, rows, spec.shape_help, spec.baselines, cuda_graph, options.ceiling)
+    table = render(header, rows, spec.shape_help, baselines, cuda_graph, options.ceiling)
     table += "".join(f"\n{note}\n" for note in left_out)
     print(table)
     atomic_write(report_dir / "bench.md", table)
@@ -406,7 +422,7 @@ def run_bench(options: BenchOptions) -> int:
         atomic_write(report_dir / "bench-profile.md", profiles)
     atomic_write(report_dir / "bench.json", strict_json({
         "header": header, "device": dev.type, "device_name": device_name, "repeat": repeat,
-        "calls": calls, "cuda_graph": cuda_graph,
+        "calls": calls, "cuda_graph": cuda_graph, "baselines": list(baselines),
         "copy_bandwidth_bytes_per_s": bandwidth,
         "ceilings": [{"rows": r, "cols": c, "bytes_per_s": bw, "reader": name}
                      for (r, c), (bw, name) in readers.items()],

@@ -20,7 +20,7 @@ from sampling_harness import options
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES, declaring_files, family_names
 from sampling_harness.families.loader import load
-from sampling_harness.families.registry import ROLES, default_kernels, entries
+from sampling_harness.families.registry import ROLES, default_kernels, entries, missing_peers
 from sampling_harness.options import positive
 from sampling_harness.run.sanitize import require_tool
 from sampling_harness.scale import precompile
@@ -136,8 +136,12 @@ def run_check(args) -> int:
     if args.sanitize:
         require_tool(args.sanitize, device)
     for family in families:
-        for target in args.kernel or default_kernels(family):
+        for target in args.kernel or default_kernels(family, device.type):
             load(target, family)
+            peer = getattr(entries(family).get(target), "peer", None)
+            if peer is not None and device.type not in peer.devices:
+                raise HarnessError(f"{target!r} runs on {', '.join(peer.devices)} only, not "
+                                   f"{device.type} (--device)")
     launch = distributed.launch_env()
     if args.workers_per_gpu is None and args.family == "all" and device.type == "cuda" \
             and launch is None and not args.sanitize and not args.select:
@@ -257,9 +261,19 @@ def _describe(meta: dict) -> str:
     return ""
 
 
+def _missing_peers_line(families) -> str | None:
+    """One line naming the peers of ``families`` left unregistered and how to get them, or
+    None where every peer is registered."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for family, peer, why in missing_peers(families):
+        groups.setdefault((why, peer.install), []).append(f"{peer.name} ({family})")
+    return "; ".join(f"peers not registered ({why}): {', '.join(names)}; to get them: {how}"
+                     for (why, how), names in groups.items()) or None
+
+
 def run_list(only: str | None = None) -> int:
     """Every registered kernel with its family, role, package and target (of family ``only``
-    alone, when given)."""
+    alone, when given); then one line naming the peers left unregistered, if any."""
     for family, spec in FAMILIES.items():
         if only is not None and family != only:
             continue
@@ -270,6 +284,9 @@ def run_list(only: str | None = None) -> int:
             about = _describe(entry.meta)
             print(f"  {entry.role:8s} {name:22s} {entry.package}: {entry.target}"
                   + (f"\n           {about}" if about else ""))
+    line = _missing_peers_line([only] if only is not None else list(FAMILIES))
+    if line is not None:
+        print(line)
     return 0
 
 

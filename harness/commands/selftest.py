@@ -223,8 +223,10 @@ def judge(case: Case, code: int | None, report: dict | None, output: str) -> tup
                  f"{c.get('expected', 'pass')})" for c in checks
                  if c.get("expected", "pass") not in (c["verdict"], "either")]
         kernels = {(c["family"], c["kernel"]) for c in checks}
+        device = case.args[case.args.index("--device") + 1] \
+            if "--device" in case.args else None
         missing = [f"{f} / {k}: no verdict" for f in _families(case.family)
-                   for k in default_kernels(f) if (f, k) not in kernels]
+                   for k in default_kernels(f, device) if (f, k) not in kernels]
         if wrong or missing or code != 0:
             return "FAIL", "; ".join((wrong + missing)[:4]) or f"exit {code}"
         return "pass", (f"{counted(len(checks), 'check')} of "

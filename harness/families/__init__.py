@@ -106,6 +106,22 @@ class Mutant:
 
 
 @dataclass(frozen=True)
+class Peer:
+    """Another project's kernel of the family, run as a baseline where that project is
+    installed: ``target`` is the adapter (``package.module:attr``) that maps the family's
+    contract onto the project's API and carries the baseline's metadata (kernels/meta.py);
+    ``requires``, the project's import name: the peer is registered only while it imports
+    (an absent one is never imported); ``install``, how to get it, one line; ``devices``,
+    where it runs (``check`` and ``bench`` leave it out elsewhere)."""
+
+    name: str
+    target: str
+    requires: str
+    install: str
+    devices: tuple[str, ...] = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
 class Family:
     name: str
     parameters: tuple[str, ...]                  # the contract's arguments in order
@@ -121,13 +137,19 @@ class Family:
                                                  # was first published (``accepts``)
     checks: tuple[Check, ...] = ()               # every check of the family (``Check``)
     mutants: tuple[Mutant, ...] = ()             # its mutants, with the checks catching them
+    peers: tuple[Peer, ...] = ()                 # other projects' kernels, as baselines
+                                                 # where they import (``Peer``)
 
     def __post_init__(self):
         for what, names in (("check", [c.name for c in self.checks]),
-                            ("mutant", [m.name for m in self.mutants])):
+                            ("mutant", [m.name for m in self.mutants]),
+                            ("peer", [p.name for p in self.peers])):
             twice = sorted({n for n in names if names.count(n) > 1})
             if twice:
                 raise HarnessError(f"family {self.name!r} declares {what}(s) {twice} twice")
+        clash = sorted({m.name for m in self.mutants} & {p.name for p in self.peers})
+        if clash:
+            raise HarnessError(f"family {self.name!r} declares {clash} as mutant and as peer")
         checks = {c.name for c in self.checks}
         for mutant in self.mutants:
             unknown = sorted(set(mutant.caught_by) - checks)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES
-from sampling_harness.families.registry import entries, role_of
+from sampling_harness.families.registry import entries, missing_peers, role_of
 from sampling_harness.words import did_you_mean
 
 
@@ -60,7 +60,13 @@ def _import_attr(target: str) -> object:
 def _not_a_target(target: str, family: str, found: dict, command: str) -> HarnessError:
     """The error for a TARGET that is neither a name registered for ``family`` nor
     ``module:attr``: a name of another family names that family and the command to run;
-    a module or file without ``:attr`` says so; anything else gets the closest names."""
+    a module or file without ``:attr`` says so; a peer whose project does not import says
+    why and how to get it; anything else gets the closest names."""
+    for owner, peer, why in missing_peers(FAMILIES):
+        if peer.name == target:
+            where = "" if owner == family else f" (a kernel of family {owner})"
+            return HarnessError(f"{target!r}{where} is registered only where {peer.requires} "
+                                f"imports: {why}; {peer.install}")
     for other in FAMILIES:
         try:
             elsewhere = other != family and target in entries(other)

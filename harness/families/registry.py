@@ -1,7 +1,8 @@
 """The kernels of a family, by name: those registered by entry points (one group per family,
 ``sampling_harness.kernels.<family>``; a group name has no hyphens: family ``sample-logits``
-is group ``sampling_harness.kernels.sample_logits``) and the mutants the family declares
-(``Family.mutants``).
+is group ``sampling_harness.kernels.sample_logits``), the mutants the family declares
+(``Family.mutants``) and its peers (``Family.peers``: other projects' kernels, registered
+only while the project they need imports; one that is not installed is never imported).
 
 Any installed package registers a kernel by naming it in its metadata::
 
@@ -17,13 +18,16 @@ declared mutant's metadata is its declaration.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import sys
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import entry_points
 
 from sampling_harness.budgets import BUDGET_NAMES
 from sampling_harness.errors import HarnessError
-from sampling_harness.families import FAMILIES
+from sampling_harness.families import FAMILIES, Peer
 
 GROUP = "sampling_harness.kernels."
 ROLES = ("kernel", "baseline", "mutant")
@@ -38,6 +42,7 @@ class Entry:
     target: str
     package: str
     declared: dict | None = None    # a mutant the family declares: its metadata (``Mutant``)
+    peer: Peer | None = None        # a peer the family declares (``Peer``)
 
     def load(self):
         return _load(self.target)
@@ -63,7 +68,6 @@ class Expectation:
 @cache
 def _load(target: str):
     module, _, attr = target.partition(":")
-    import importlib
     try:
         value = importlib.import_module(module)
         for part in attr.split("."):
@@ -93,13 +97,52 @@ def _declared(family: str) -> list[Entry]:
             for m in FAMILIES[family].mutants]
 
 
+_UNIMPORTABLE: dict[str, str] = {}     # module -> why its import failed (tried once)
+
+
+def unavailable(module: str) -> str | None:
+    """None when ``module`` imports, else why not, in one line. One that is not installed is
+    never imported (``find_spec`` alone: a run without it pays nothing); one that raises on
+    import is tried once per process."""
+    if sys.modules.get(module) is not None:
+        return None
+    if module in _UNIMPORTABLE:
+        return _UNIMPORTABLE[module]
+    try:
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed"
+        importlib.import_module(module)
+    except Exception as exc:  # noqa: BLE001 - a broken install: said in one line, not raised
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        _UNIMPORTABLE[module] = f"import {module} fails: {type(exc).__name__}: {reason}"[:300]
+        return _UNIMPORTABLE[module]
+    return None
+
+
+def _peers(family: str) -> list[Entry]:
+    """The peers ``family`` declares whose project imports, as entries."""
+    if family not in FAMILIES:
+        return []
+    return [Entry(p.name, family, p.target, f"family {family}, with {p.requires}", peer=p)
+            for p in FAMILIES[family].peers if unavailable(p.requires) is None]
+
+
+def missing_peers(families) -> list[tuple[str, Peer, str]]:
+    """(family, peer, why) of each peer of ``families`` left unregistered: its project does
+    not import."""
+    return [(family, peer, why) for family in families if family in FAMILIES
+            for peer in FAMILIES[family].peers
+            for why in [unavailable(peer.requires)] if why is not None]
+
+
 def entries(family: str) -> dict[str, Entry]:
-    """Every kernel registered for ``family`` (entry points) and every mutant it declares, by
-    name (two packages naming one kernel the same is an error that names both)."""
+    """Every kernel registered for ``family`` (entry points), every mutant it declares and
+    every peer of it whose project imports, by name (two packages naming one kernel the same
+    is an error that names both)."""
     found: dict[str, Entry] = {}
     registered = [Entry(ep.name, family, ep.value, _package(ep))
                   for ep in entry_points(group=group(family))]
-    for entry in registered + _declared(family):
+    for entry in registered + _declared(family) + _peers(family):
         other = found.get(entry.name)
         if other is not None and other.target != entry.target:
             raise HarnessError(f"kernel name {entry.name!r} of family {family!r} is registered "
@@ -158,9 +201,11 @@ def by_role(family: str, role: str) -> dict[str, Entry]:
     return {name: e for name, e in entries(family).items() if e.role == role}
 
 
-def default_kernels(family: str) -> list[str]:
-    """What a run checks when no kernel is named: the kernels under test and the baselines."""
-    return [name for name, e in entries(family).items() if e.role in ("kernel", "baseline")]
+def default_kernels(family: str, device: str | None = None) -> list[str]:
+    """What a run checks when no kernel is named: the kernels under test and the baselines
+    (on ``device``, "cpu" | "cuda", only the peers that run there)."""
+    return [name for name, e in entries(family).items() if e.role in ("kernel", "baseline")
+            and (device is None or e.peer is None or device in e.peer.devices)]
 
 
 def expectation(meta: dict, check: str, device: str, budget: str) -> Expectation:

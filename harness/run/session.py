@@ -99,7 +99,7 @@ class HarnessSession:
     def kernels(self, family: str) -> list[Kernel]:
         if family not in self._kernels:
             try:
-                targets = self.targets or default_kernels(family)
+                targets = self.targets or default_kernels(family, self.device.type)
                 self._kernels[family] = [load(t, family) for t in targets]
             except HarnessError as exc:
                 raise pytest.UsageError(str(exc)) from None

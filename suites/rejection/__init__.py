@@ -5,6 +5,7 @@ that must catch them. The plugin makes the test items, the self-test its runs, a
 ``sampling_harness.families``)."""
 
 from sampling_harness.families import BenchSpec, Check, Family, Mutant
+from sampling_harness.suites.peers import flashinfer
 from sampling_harness.suites.rejection import (
     acceptance,
     acceptance_tail,
@@ -168,6 +169,7 @@ FAMILY = Family(
     budgets=BUDGETS,
     checks=CHECKS,
     mutants=MUTANTS,
+    peers=(flashinfer("flashinfer-chain", "flashinfer_rejection"),),
     bench=BenchSpec(
         gpu_shapes=("256x4x151936", "32x4x32000"), cpu_shapes=("8x4x4099",),
         shape_help="BxKxV", make_inputs=bench_batch,

@@ -5,6 +5,7 @@ that must catch them. The plugin makes the test items, the self-test its runs, a
 ``sampling_harness.families``)."""
 
 from sampling_harness.families import BenchSpec, Check, Family, Mutant
+from sampling_harness.suites.peers import flashinfer
 from sampling_harness.suites.sample import batch_invariance, fit, independence, tail, validity
 from sampling_harness.suites.sample.contract import BUDGETS, bench_probs, validate_ids
 
@@ -146,6 +147,7 @@ FAMILY = Family(
     budgets=BUDGETS,
     checks=CHECKS,
     mutants=MUTANTS,
+    peers=(flashinfer("flashinfer-sampling", "flashinfer_sample"),),
     writable=("probs",),
     bench=BenchSpec(
         gpu_shapes=("256x151936", "32x128256", "1x32000"), cpu_shapes=("16x4099",),

@@ -5,6 +5,7 @@ that must catch them. The plugin makes the test items, the self-test its runs, a
 ``sampling_harness.families``)."""
 
 from sampling_harness.families import BenchSpec, Check, Family, Mutant
+from sampling_harness.suites.peers import flashinfer
 from sampling_harness.suites.sample_logits import (
     batch_invariance,
     boundaries,
@@ -155,6 +156,7 @@ FAMILY = Family(
     budgets=BUDGETS,
     checks=CHECKS,
     mutants=MUTANTS,
+    peers=(flashinfer("flashinfer-top-k-top-p", "flashinfer_sample_logits"),),
     writable=("logits",),
     options=("min_p",),
     bench=BenchSpec(
