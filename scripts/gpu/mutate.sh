@@ -17,7 +17,8 @@
 # it every kernel runs on the GPUs torch sees, one after another.
 # In each queue a kernel gets an equal share of what is left of DEADLINE (default 450 s; time
 # a kernel leaves unused goes to the next); a kernel stopped at its share (exit 124) keeps
-# the report of the mutants that finished.
+# the report of the mutants that finished (SIGINT at its share, SIGKILL 20 s later). A queue's
+# lines go out as they come, each led by its GPU.
 # Measured on a cold H100 (Triton cache empty), 16 mutants: triton-exact 58 s, triton-
 # inverse-cdf 67 s; the originals of triton-logprobs, triton-rejection and triton-sample-
 # logits (many compiled variants each) did not finish their quick checks within 70 s. If
@@ -33,6 +34,7 @@ out=/tmp/mutate; rm -rf "$out"; mkdir -p "$out"
 exec > >(tee "$OUT/mutate.txt") 2>&1
 n=${N:-8}
 deadline=${DEADLINE:-450}
+start=$(date +%s)        # the deadline counts from here: the kernels' listing is in it
 python3 -c "import torch, triton; print(torch.cuda.get_device_name(), 'torch', torch.__version__, 'triton', triton.__version__)"
 git log -1 --format='commit %h %s' 2>/dev/null || true
 
@@ -61,7 +63,6 @@ for family, name in sorted(found, key=lambda f: wanted.index(f[1]) if wanted els
 PY
 )
 echo "kernels: ${#pairs[@]}: ${pairs[*]}"
-start=$(date +%s)
 choice=(--mutants "$n"); [ -n "${ALL:-}" ] && choice=(--all)
 queue() {  # GPU "family kernel"...: the kernels one after another (GPU "": all GPUs)
   local gpu=$1; shift
@@ -73,7 +74,7 @@ queue() {  # GPU "family kernel"...: the kernels one after another (GPU "": all 
     if [ "$share" -lt 30 ]; then echo "== $kernel: skipped (deadline)"; continue; fi
     echo "== $family / $kernel: ${choice[*]} at quick (GPU ${gpu:-all}, limit $share s)"
     t0=$(date +%s)
-    env ${gpu:+CUDA_VISIBLE_DEVICES=$gpu} timeout -s INT "$share" python3 -m sampling_harness \
+    env ${gpu:+CUDA_VISIBLE_DEVICES=$gpu} timeout -s INT -k 20 "$share" python3 -m sampling_harness \
       mutate "$family" --kernel "$kernel" --budget quick --device cuda "${choice[@]}" \
       ${gpu:+--workers-per-gpu ${WORKERS:-8}} --report-dir "$out/$kernel" > "$out/$kernel.log" 2>&1
     code=$?
@@ -89,10 +90,9 @@ if [ "${#gpus[@]}" -gt 0 ]; then
     for i in "${!pairs[@]}"; do
       [ $(( i % ${#gpus[@]} )) -eq "$g" ] && mine+=("${pairs[$i]}")
     done
-    queue "${gpus[$g]}" "${mine[@]}" > "$out/queue-$g.txt" 2>&1 &
+    queue "${gpus[$g]}" "${mine[@]}" 2>&1 | sed "s/^/[GPU ${gpus[$g]}] /" &
   done
   wait
-  cat "$out"/queue-*.txt
 else
   queue "" "${pairs[@]}"
 fi
