@@ -156,7 +156,9 @@ def run_mutate(args, report_dir: Path) -> int:
     settings = Settings(args.family, device.type, args.budget, args.seed, args.family_alpha,
                         budget, args.call_timeout or 600.0, gpus, per_gpu)
     print(f"mutate {args.family} / {args.kernel}: {len(sites)} sites in "
-          f"{len(found.units)} modules, {len(chosen)} mutants chosen (mutant seed {seed}); "
+          f"{len(found.units)} modules, "
+          + ("the original alone (--reach)" if args.reach else
+             f"{len(chosen)} mutants chosen (mutant seed {seed})") + "; "
           f"budget {args.budget} on {device.type}, {settings.workers} worker"
           f"{'s' * (settings.workers != 1)}; reports under {report_dir}/", flush=True)
     if args.dry_run:

@@ -29,15 +29,14 @@ from sampling_harness.words import counted
 
 
 def unreached_lines(found: Reach, sites: list[Site], coverage: dict,
-                    jit_only: bool = True) -> dict[str, list[int]]:
-    """Original file -> the sorted lines that hold a site (of ``@triton.jit`` code where
-    ``jit_only``) none of whose sites ran; files with none are left out."""
+                    jit: bool = True) -> dict[str, list[int]]:
+    """Original file -> the sorted lines that hold a site of ``@triton.jit`` code (``jit``)
+    or of host code (not ``jit``) none of whose sites ran; files with none are left out."""
     ran: dict[tuple[str, int], bool] = {}
     for site in sites:
-        if jit_only and not site.jit:
-            continue
-        key = (site.path, site.line)
-        ran[key] = ran.get(key, False) or reached(site, coverage)
+        if site.jit == jit:
+            key = (site.path, site.line)
+            ran[key] = ran.get(key, False) or reached(site, coverage)
     lines: dict[str, list[int]] = {}
     for (path, line), was_run in sorted(ran.items()):
         if not was_run:
@@ -45,9 +44,9 @@ def unreached_lines(found: Reach, sites: list[Site], coverage: dict,
     return lines
 
 
-def site_lines(sites: list[Site], jit_only: bool = True) -> int:
-    """How many distinct lines hold a site (of ``@triton.jit`` code where ``jit_only``)."""
-    return len({(s.path, s.line) for s in sites if s.jit or not jit_only})
+def site_lines(sites: list[Site], jit: bool = True) -> int:
+    """How many distinct lines hold a site of ``@triton.jit`` code (``jit``) or of host code."""
+    return len({(s.path, s.line) for s in sites if s.jit == jit})
 
 
 def report(found: Reach, sites: list[Site], coverage: dict, meta: dict) -> dict:
@@ -59,13 +58,10 @@ def report(found: Reach, sites: list[Site], coverage: dict, meta: dict) -> dict:
         return [{"file": shown(path), "line": line, "text": texts[path][line - 1].strip()}
                 for path, numbers in lines.items() for line in numbers]
 
-    jit = unreached_lines(found, sites, coverage)
-    host = {path: [line for line in lines if line not in set(jit.get(path, []))]
-            for path, lines in unreached_lines(found, sites, coverage, False).items()}
     return {**meta, "measure": "interpreted" if coverage.get("interpreted") else "compiled",
-            "jit_lines": site_lines(sites), "host_lines": site_lines(sites, False)
-            - site_lines(sites), "unreached": listed(jit),
-            "unreached_host": listed({p: n for p, n in host.items() if n})}
+            "jit_lines": site_lines(sites), "host_lines": site_lines(sites, False),
+            "unreached": listed(unreached_lines(found, sites, coverage)),
+            "unreached_host": listed(unreached_lines(found, sites, coverage, False))}
 
 
 def shown(path: str) -> str:
