@@ -17,7 +17,13 @@ The verifier walks from the root; at a node with target row p and children c_1..
   P(rejected) = sum_x max(q(x) - w_j(x) / c_j, 0) / Q; after k rejections the token is drawn
   from w_k / c_k (a leaf: p / sum p). The closed form max(p - C_j q, 0) is the residual of
   the residual: max(max(w - a q, 0) - b q, 0) = max(w - (a + b) q, 0) for q >= 0;
-* an accepted child continues the walk from its node; a drawn token ends the sequence.
+* an accepted child continues the walk from its node; a drawn token ends the sequence;
+* an empty residual (no positive weight where the token must be drawn: listed children
+  holding all of p's support while P_k < 1, or drawn rows with max(p - C_j q, 0) = 0 after a
+  rejection; possible only where rows are not exact laws: float32 rounding, a draft row of
+  mass above 1, a target row of mass below 1): the token is drawn from p / sum p instead,
+  and may then be a child's token (``fallback``); drawn siblings tested after an empty
+  residual are rejected (w = 0).
 
 So the returned sequence y_1 .. y_m follows the target model: for listed children exactly
 (for any fixed tree), for drawn children averaged over the draws of the tree. The law is
@@ -107,8 +113,9 @@ def node_paths(parents, tokens) -> list[tuple[int, ...]]:
 def listed_steps(p, child_tokens) -> tuple[np.ndarray, float, np.ndarray | None]:
     """(take [k], stop, final [V]) at a node with listed children: take[j] = P(child j
     accepted) = min(P_j, 1) - min(P_{j-1}, 1), stop = 1 - min(P_k, 1), and the law of the
-    drawn token, p without the children's tokens, normalised (None where stop = 0).
-    Raises ValueError where the token must be drawn but nothing is left to draw."""
+    drawn token, p without the children's tokens, normalised (None where stop = 0); where
+    the children hold all of p's support (P_k < 1 only if p sums below 1), p / sum p
+    (``fallback``)."""
     p64 = np.asarray(p, dtype=np.float64)
     take, before = np.zeros(len(child_tokens)), 0.0
     for j, token in enumerate(child_tokens):
@@ -120,35 +127,41 @@ def listed_steps(p, child_tokens) -> tuple[np.ndarray, float, np.ndarray | None]
         return take, 0.0, None
     left = p64.copy()
     left[np.asarray(child_tokens, dtype=np.int64)] = 0.0
-    if not left.sum() > 0:
-        raise ValueError("the children hold the row's whole support but P_k < 1: nothing "
-                         "is left to draw (outside the contract)")
-    return take, stop, left / left.sum()
+    return take, stop, fallback(left, p64)
+
+
+def fallback(left: np.ndarray, p64: np.ndarray) -> np.ndarray:
+    """The law of the drawn token: the residual ``left`` normalised, or p / sum p where the
+    residual is empty (no positive weight)."""
+    if left.sum() > 0:
+        return left / left.sum()
+    if not p64.sum() > 0:
+        raise ValueError("a target row without mass: nothing to draw")
+    return p64 / p64.sum()
 
 
 def drawn_steps(p, q, k: int) -> tuple[np.ndarray, float, np.ndarray | None]:
     """(take [k, V], stop, final [V]) at a node whose k children are drawn from q / Q:
     take[j, x] = P(children 0..j-1 rejected, child j drawn as x and accepted), stop =
     P(all k rejected), final the law of the drawn token w_k / c_k (module docstring).
-    Raises ValueError where a reachable residual has no mass (outside the contract)."""
+    After a rejection that leaves w_j without mass (c_j = 0: possible where q sums above 1)
+    every later child is rejected (w = 0) and the token is drawn from p / sum p
+    (``fallback``)."""
     p64, q64 = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
     total = q64.sum()
     take, reach, spent, norm = np.zeros((k, p64.size)), 1.0, 0.0, 1.0
     for j in range(k):
         if total <= 0:
             raise ValueError("a draft row without mass cannot draw children")
-        w = np.maximum(p64 - spent * q64, 0.0)
-        take[j] = reach * np.minimum(q64, w / norm) / total
-        reach *= float(np.maximum(q64 - w / norm, 0.0).sum()) / total
+        if norm > 0:                                 # else w = 0: the child is rejected
+            w = np.maximum(p64 - spent * q64, 0.0)
+            take[j] = reach * np.minimum(q64, w / norm) / total
+            reach *= float(np.maximum(q64 - w / norm, 0.0).sum()) / total
         spent += norm
         norm = float(np.maximum(p64 - spent * q64, 0.0).sum())
         if reach <= 0:
             return take, 0.0, None
-        if not norm > 0:
-            raise ValueError("a residual max(p - C q, 0) without mass is reached (outside "
-                             "the contract)")
-    w = np.maximum(p64 - spent * q64, 0.0)
-    return take, reach, w / w.sum()
+    return take, reach, fallback(np.maximum(p64 - spent * q64, 0.0), p64)
 
 
 def first_token_law(p, q, k: int = 0, child_tokens=None) -> np.ndarray:

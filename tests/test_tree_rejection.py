@@ -94,6 +94,7 @@ def simulate(model, parents, tokens, rng) -> tuple[int, ...]:
             w = np.maximum(p - spent * q, 0.0) if tokens is None else p.copy()
             if tokens is not None:
                 w[[int(tokens[c]) for c in kids[node]]] = 0.0
+            w = w if w.sum() > 0 else p                  # an empty residual: p itself
             out.append(int(rng.choice(w.size, p=w / w.sum())))
             return tuple(out)
         node, x = moved
@@ -270,17 +271,19 @@ def ragged_batches(draw) -> tuple[dict, int]:
 
 @settings(max_examples=25, deadline=None, derandomize=True, database=None)
 @given(ragged_batches())
-def test_the_triton_kernel_finds_the_deepest_path_itself(case):
-    """The width D + 1 comes from the kernel's own walk over the parent links (one read of
-    D after the launch): ``deepest``'s, also with requests of no nodes and -1 padding; the
-    path written as it is accepted, then the last token and -1; the slow path (more
+def test_the_triton_kernel_returns_every_node_slot_plus_one(case):
+    """Width N + 1 whatever the trees (no read of D): each path written as it is accepted,
+    then the last token and -1 to the row's end, also with requests of no nodes and -1
+    padding; the rows match the torch kernel's D + 1 columns in layout; the slow path (more
     children than the program holds: ``kids=1``) gives the same rows."""
     inputs, seed = case
     out = call(tree_rejection_triton, inputs, seed)
-    width = deepest(inputs["parent_ids"], inputs["draft_token_ids"]) + 1
-    assert out.shape == (inputs["greedy"].shape[0], width) and out.is_contiguous()
+    batch, nodes = inputs["draft_token_ids"].shape
+    assert out.shape == (batch, nodes + 1) and out.is_contiguous()
     if out.shape[0]:
         validate_output(out, inputs)
+        width = deepest(inputs["parent_ids"], inputs["draft_token_ids"]) + 1
+        assert (out[:, width:] == -1).all()
     slow = tree_rejection_triton(*(inputs[name] for name in NAMES), seed, kids=1)
     assert torch.equal(out, slow)
 
@@ -350,13 +353,13 @@ def test_the_children_are_gathered_across_blocks_of_slots():
 
 
 @pytest.mark.parametrize("drawn", [False, True])
-def test_no_requests_or_no_nodes_give_one_column(drawn):
+def test_no_requests_or_no_nodes_give_n_plus_one_columns(drawn):
     empty = {"draft_token_ids": torch.zeros((0, 3), dtype=torch.int64),
              "parent_ids": torch.zeros((0, 3), dtype=torch.int64),
              "draft_probs": torch.full((0, 4, 5), 0.2) if drawn else None,
              "target_probs": torch.full((0, 4, 5), 0.2),
              "greedy": torch.zeros(0, dtype=torch.bool)}
-    assert call(tree_rejection_triton, empty, 1).shape == (0, 1)
+    assert call(tree_rejection_triton, empty, 1).shape == (0, 4)
     rootless = {**empty, "draft_token_ids": torch.zeros((3, 0), dtype=torch.int64),
                 "parent_ids": torch.zeros((3, 0), dtype=torch.int64),
                 "draft_probs": torch.full((3, 1, 5), 0.2) if drawn else None,
@@ -370,9 +373,10 @@ def test_no_requests_or_no_nodes_give_one_column(drawn):
                          ids=["torch", "triton"])
 @pytest.mark.parametrize("drawn", [False, True])
 def test_the_width_is_the_batchs_deepest_tree_whatever_is_accepted(kernel, drawn):
-    """D + 1 columns, D the deepest node of any tree in the batch (docs/families/
-    tree-rejection.md), even when every request accepts nothing: a chain of 3 whose first
-    child has target probability 0, beside a request without nodes."""
+    """At least D + 1 columns, D the deepest node of any tree in the batch (docs/families/
+    tree-rejection.md; here D = N, so exactly), even when every request accepts nothing: a
+    chain of 3 whose first child has target probability 0, beside a request without
+    nodes."""
     target = torch.full((2, 4, 3), 1 / 3)
     target[0, 0] = torch.tensor([0.0, 0.5, 0.5])
     inputs = {"draft_token_ids": torch.tensor([[0, 1, 2], [-1, -1, -1]]),

@@ -18,6 +18,7 @@ from sampling_harness.kernels.tree_rejection.torch_tree_rejection import (
     Pieces,
     counter_draws,
     race,
+    residual,
     tree_verify,
 )
 
@@ -178,8 +179,6 @@ def noise_never_drawn(tokens, parents, draft_probs, target_probs, greedy, seed):
                        Pieces(race=_unfilled))
 
 
-
-
 def _listed_rule_residual(target_rows, draft_rows, spent, children):
     p = target_rows.to(torch.float64)
     left = torch.where(children, 0.0, p)
@@ -193,3 +192,49 @@ def drawn_residual_as_listed(tokens, parents, draft_probs, target_probs, greedy,
     through."""
     return tree_verify(tokens, parents, draft_probs, target_probs, greedy, seed,
                        Pieces(residual=_listed_rule_residual))
+
+
+HELD = 16               # children triton-tree-rejection holds in registers (KIDS)
+
+
+def _quarter_width(vocab: int) -> int:
+    """Q of triton_race.quarter_width: the power of two at or above V / 4, in [16, 512]."""
+    return min(512, max(16, 1 << (max(1, -(-vocab // 4)) - 1).bit_length()))
+
+
+def _quarter_two_kept(target_rows, draft_rows, spent, children):
+    """Listed, at a node with more than HELD children (triton-tree-rejection's slot loop):
+    the children whose token lies in the second quarter of a chunk (column c with
+    (c // Q) mod 4 = 1, Q = quarter_width(V)) are left in the residual."""
+    if draft_rows is not None:
+        return residual(target_rows, draft_rows, spent, children)
+    columns = torch.arange(children.shape[1], device=children.device)
+    second = (columns // _quarter_width(children.shape[1])) % 4 == 1
+    many = children.sum(dim=1, keepdim=True) > HELD
+    return residual(target_rows, None, spent, children & ~(many & second))
+
+
+def children_quarter_missed(tokens, parents, draft_probs, target_probs, greedy, seed):
+    """The slow path's mask of the children (more than a program holds) compares the second
+    quarter of each chunk with the first quarter's columns (``j`` for ``j + Q``): a rejected
+    child there comes back as the last token (found by ``sampling-harness mutate`` in
+    triton-tree-rejection, ``without_children``)."""
+    return tree_verify(tokens, parents, draft_probs, target_probs, greedy, seed,
+                       Pieces(residual=_quarter_two_kept))
+
+
+def _no_fallback(target_rows, draft_rows, spent, children):
+    """The residual as it is, empty or not: an empty one scores -1 everywhere and the race's
+    argmax returns column 0."""
+    p = target_rows.to(torch.float64)
+    if draft_rows is None:
+        return torch.where(children, 0.0, p)
+    return (p - spent[:, None] * draft_rows.to(torch.float64)).clamp_min(0.0)
+
+
+def empty_residual_token_0(tokens, parents, draft_probs, target_probs, greedy, seed):
+    """No fallback where the residual comes out empty: the race over an all-zero residual
+    returns token 0 instead of a draw from p / sum p (the re-draw that
+    triton-tree-rejection's ``last_token`` makes when ``found`` is False)."""
+    return tree_verify(tokens, parents, draft_probs, target_probs, greedy, seed,
+                       Pieces(residual=_no_fallback))

@@ -21,7 +21,10 @@ earlier sibling of node i has been tested). Each request keeps its walk: the cur
   maximum).
 * The last token: the argmax (greedy); else argmax_v w(v) / e_v over the residual at the
   last node: max(p - C q, 0) (drawn), p without the children's tokens (listed), p at a
-  leaf; p itself where that has no mass (outside the contract).
+  leaf; p itself where that has no mass (the contract's fallback for an empty residual).
+
+Output: int64 [B, D + 1], D the batch's deepest path (the narrowest width the contract
+allows; the host reads D once).
 
 Each step is a small function; ``Pieces`` names them so that a mutant
 (kernels/mutants/tree_rejection_mutants.py) swaps one and keeps the rest.

@@ -24,11 +24,11 @@ Coins are u = (hi 2^21 + floor(lo / 2^11)) 2^-53 from the two Philox words (53 b
 [0, 1)). With per-request seeds (an int64 [B] ``seed``) request b's counters are those of
 request 0 keyed by its own seed (kernels/triton_seeds.py).
 
-Output: a program stores each accepted token into row b of an int64 [B, N + 1] buffer as
-it is accepted, then the last token and -1 to the row's end. On its way over the slots it
-computes each node's path length (its parent's plus one, in an int32 scratch its children
-read) and folds its tree's deepest into the batch's D (one atomic max); the wrapper reads
-D after the launch (the call's one host synchronisation) and returns D + 1 columns.
+Output: int64 [B, N + 1], the contract's widest (any width from D + 1 to N + 1 is allowed,
+D the batch's deepest path): a program stores each accepted token into row b as it is
+accepted, then the last token and -1 to the row's end. The width is a function of the
+input shapes alone: the wrapper launches once and returns the buffer, with no host
+synchronisation and no shape that depends on the data, so a CUDA graph can hold the call.
 
 Each pass over a row (the residual's mass, the race's level 1, a greedy argmax) is a
 software-pipelined loop of one chunk (4Q columns) per trip: on a GPU the next STAGES - 1
@@ -38,14 +38,15 @@ keeps a running maximum per column position and reduces once. Listed children: t
 node's children's tokens are gathered once into registers (at most KIDS; more take a loop
 over the node slots per quarter) and compared only with the chunks that hold one.
 
-Memory traffic per request: its N tokens and parents (16 N bytes), 12 N bytes of node
-path lengths (zeroed, written, read back), 16 N more for the last node's children
-(listed); two gathered probabilities per tested child (8 bytes); one row pair (8 V bytes)
-per rejection followed by another drawn child; one target row per node a greedy request
-visits (4 V); the residual at the last node, its target row (4 V) and, drawn, its draft
-row (4 V) where a child was rejected there, plus one chunk re-read (4Q x 4 x 2 bytes);
-the output row (8 (N + 1)), and its first D + 1 columns copied by the wrapper (16 (D + 1))
-unless D = N. The rows of nodes the walk never reaches are never read. No noise in memory.
+Memory traffic per request: its N tokens and parents (16 N bytes), 16 N more for the last
+node's children (listed; with more than KIDS children the slot loop reads them again, 16 N
+per quarter of each chunk the race computes: 64 N (n_chunks + 1)); two gathered
+probabilities per tested child (8 bytes); one row pair (8 V bytes) per rejection followed by
+another drawn child; one target row per node a greedy request visits (4 V); the residual at
+the last node, its target row (4 V) and, drawn, its draft row (4 V) where a child was
+rejected there, plus one chunk re-read (4Q x 4 x 2 bytes), and where that residual is empty
+the target row again (4 V, plus a chunk); the output row (8 (N + 1)). The rows of nodes the
+walk never reaches are never read. No noise in memory, no scratch, nothing read back.
 """
 
 import torch
@@ -270,7 +271,7 @@ def last_token(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests, b
 
 
 @triton.jit(do_not_specialize=["seed", "B", "N", "V", "n_chunks"])
-def _tree_kernel(out_ptr, levels_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr,
+def _tree_kernel(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr,
                  greedy_ptr, seed, B, N, V, n_chunks, BLOCK_B: tl.constexpr, Q: tl.constexpr,
                  K: tl.constexpr, DRAFT: tl.constexpr, STAGES: tl.constexpr):
     """Each program: BLOCK_B request trees walked over their node slots, each accepted
@@ -282,7 +283,6 @@ def _tree_kernel(out_ptr, levels_ptr, tokens_ptr, parents_ptr, target_ptr, draft
     greedy = tl.load(greedy_ptr + requests, mask=ok, other=0) != 0
     current = tl.full([BLOCK_B], -1, tl.int64)
     depth = tl.zeros([BLOCK_B], tl.int64)
-    height = tl.zeros([BLOCK_B], tl.int32)                # the tree's deepest path so far
     before = tl.zeros([BLOCK_B], tl.float64)              # listed: P so far at the node
     spent = tl.zeros([BLOCK_B], tl.float64)               # drawn: C
     norm = tl.full([BLOCK_B], 1.0, tl.float64)            # drawn: c
@@ -292,8 +292,6 @@ def _tree_kernel(out_ptr, levels_ptr, tokens_ptr, parents_ptr, target_ptr, draft
     for i in range(0, N):
         x = tl.load(tokens_ptr + base + i, mask=ok, other=-1)
         parent = tl.load(parents_ptr + base + i, mask=ok, other=-2)
-        above = tl.load(levels_ptr + 1 + base + parent, other=0,
-                        mask=ok & (x >= 0) & (parent >= 0) & (parent < i))
         live = ok & (x >= 0) & (parent == current)
         if tl.max(live.to(tl.int32), axis=0) > 0:
             rows = first_row + current + 1
@@ -333,11 +331,6 @@ def _tree_kernel(out_ptr, levels_ptr, tokens_ptr, parents_ptr, target_ptr, draft
                 if tl.max(accepted.to(tl.int32), axis=0) > 0:
                     node_coin = tl.where(accepted, coin(seed, requests, NODE_COIN + i + 1),
                                          node_coin)
-        level = tl.where(x >= 0, above + 1, 0)            # the node's path length
-        tl.store(levels_ptr + 1 + base + i, level, mask=ok)
-        height = tl.maximum(height, level)
-        tl.debug_barrier()                                # stored before a child's load
-    tl.atomic_max(levels_ptr, tl.max(height, axis=0))     # D, the batch's deepest path
 
     rows = first_row + current + 1
     token = tl.zeros([BLOCK_B], tl.int64)
@@ -393,28 +386,26 @@ def tree_rejection_triton(draft_token_ids: torch.Tensor, parent_ids: torch.Tenso
                           draft_probs, target_probs: torch.Tensor, greedy: torch.Tensor,
                           seed, *, warps: int = GPU_WARPS, stages: int = GPU_STAGES,
                           kids: int = KIDS) -> torch.Tensor:
-    """Family ``tree-rejection``: int64 [B, D + 1]. ``seed``: an int, or int64 [B]
-    per-request seeds. On a GPU: ``warps`` per program, ``stages`` of the row passes'
-    pipelines; ``kids``: children of the last node held in registers (a power of two).
-    One launch, then one host synchronisation (reading D)."""
+    """Family ``tree-rejection``: int64 [B, N + 1], -1 past each request's path. ``seed``:
+    an int, or int64 [B] per-request seeds. On a GPU: ``warps`` per program, ``stages`` of
+    the row passes' pipelines; ``kids``: children of the last node held in registers (a
+    power of two). One launch, no host synchronisation: a CUDA graph can capture it."""
     _check(draft_token_ids, parent_ids, draft_probs, target_probs, greedy)
     batch, nodes, vocab = target_probs.shape[0], draft_token_ids.shape[1], target_probs.shape[2]
     device = target_probs.device
     seed = seed_argument(seed, batch, device)
-    if batch == 0:
-        return torch.empty((0, 1), dtype=torch.int64, device=device)
     out = torch.empty((batch, nodes + 1), dtype=torch.int64, device=device)
-    levels = torch.zeros(1 + batch * nodes, dtype=torch.int32, device=device)  # D, N per tree
+    if batch == 0:
+        return out
     target = target_probs.contiguous()
     draft = target if draft_probs is None else draft_probs.contiguous()
     q = quarter_width(vocab)
     block = _launch_shape(batch, vocab, device)
     gpu = device.type == "cuda"
     _tree_kernel[(cdiv(batch, block),)](
-        out, levels, draft_token_ids.contiguous(), parent_ids.contiguous(), target, draft,
+        out, draft_token_ids.contiguous(), parent_ids.contiguous(), target, draft,
         greedy.contiguous(), seed, batch, nodes, vocab, cdiv(vocab, 4 * q), BLOCK_B=block,
         Q=q, K=kids if gpu else min(kids, next_power_of_2(nodes)),   # interpreter: per step
         DRAFT=draft_probs is not None, STAGES=stages if gpu else 1,
         num_warps=warps if gpu else 4)
-    width = int(levels[0]) + 1                            # the one host synchronisation
-    return out if width == nodes + 1 else out[:, :width].contiguous()
+    return out

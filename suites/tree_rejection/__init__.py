@@ -19,12 +19,13 @@ MUTANTS_AT = "sampling_harness.kernels.mutants.tree_rejection_mutants"
 
 CHECKS = (
     Check("validity", validity.validity, sanitize=True, many_shapes=True, detects=(
-        "a broken output layout (tokens, then -1), a path that leaves the parent links, a "
-        "child of target probability 0 accepted, a last token of probability 0 or a "
-        "child's token, unwritten slots")),
+        "a broken output layout (a width outside [D + 1, N + 1], tokens, then -1), a path "
+        "that leaves the parent links, a child of target probability 0 accepted, a last "
+        "token of probability 0 or a child's token, a residual wrong at some columns "
+        "(quarter sweeps) or where it comes out empty, unwritten slots")),
     Check("law", law.law, statistical=True, detects=(
         "a returned sequence whose law is not the target's, per tree shape (chain, star, "
-        "EAGLE-like, random) and draft mode (listed, drawn)")),
+        "EAGLE-like, random, wide, emptied residuals) and draft mode (listed, drawn)")),
     Check("acceptance", acceptance.acceptance, statistical=True, detects=(
         "an accepted-length law off its exact law (too much or too little accepted); "
         "reports the mean accepted length beside the chain's")),
@@ -92,6 +93,17 @@ MUTANTS = (
            caught_by=("independence",), budget="quick",
            bug=("the last token's noise drawn into a copy, so the race runs on a buffer "
                 "never filled, the same for every request and seed (vLLM PR 10863)")),
+    Mutant("children-quarter-missed", f"{MUTANTS_AT}:children_quarter_missed",
+           caught_by=("validity", "law"), budget="quick",
+           bug=("at a node with more listed children than a program holds (the slot loop "
+                "of triton-tree-rejection), the children in the second quarter of each "
+                "chunk are left in the residual (``j`` for ``j + Q``, found by mutate): a "
+                "rejected child comes back as the last token")),
+    Mutant("empty-residual-token-0", f"{MUTANTS_AT}:empty_residual_token_0",
+           caught_by=("validity", "law"), budget="quick",
+           bug=("no fallback where the residual comes out empty (the children hold all of "
+                "p, or p <= C q after a rejection): the race over an all-zero residual "
+                "returns token 0 instead of a draw from p")),
 )
 
 
@@ -104,8 +116,8 @@ FAMILY = Family(
          "draft_probs: float32 [B, N + 1, V] | None (children drawn from their parent's "
          "row, or listed), target_probs: float32 [B, N + 1, V] (row 0 the root's, row i + 1 "
          "after node i), greedy: bool [B], seed: int in [0, 2^31) | int64 [B] per-request "
-         "seeds) -> int64 [B, D + 1]: the accepted path's tokens, one token drawn at the "
-         "last node, then -1"),
+         "seeds) -> int64 [B, W], D + 1 <= W <= N + 1 (D the deepest path): the accepted "
+         "path's tokens, one token drawn at the last node, then -1 to the row's end"),
     validate=validate_output,
     output_bytes=lambda inputs: 8 * inputs["draft_token_ids"].shape[0]
     * (inputs["draft_token_ids"].shape[1] + 1),

@@ -3,7 +3,7 @@
 Contract::
 
     fn(draft_token_ids, parent_ids, draft_probs, target_probs, greedy, seed)
-        -> int64 [B, D + 1]
+        -> int64 [B, W], D + 1 <= W <= N + 1
 
 draft_token_ids int64 [B, N]: each request's tree nodes, -1 after its last node;
 parent_ids int64 [B, N]: each node's parent, -1 for a child of the root (a parent comes
@@ -16,15 +16,22 @@ n-gram lookup) and siblings are distinct. greedy bool [B]; seed an int in [0, 2^
 int64 [B] of per-request seeds (-1 unseeded) for a kernel whose metadata says so.
 
 Returns, per request, the accepted path's tokens from the root, then one token drawn at the
-last accepted node, then -1; D is the deepest path's length in the batch. The returned
+last accepted node, then -1 in every column after it. The width W is the kernel's choice
+within D + 1 <= W <= N + 1, D the deepest path's length in the batch (0 without nodes), N
+the node slots per request: D + 1 fits every path, and N + 1, fixed by the input shapes
+alone, lets a CUDA graph hold the call (no host read of D). The returned
 tokens y_1 .. y_m follow the target: y_1 from row 0 and, while y_1 .. y_j is a path of the
 tree, y_(j+1) from the row of its node; the sequence ends with the first token that leaves
 the tree or with the draw after a leaf. With listed children (draft_probs None) this holds
 for any fixed tree; with drawn children averaged over the draws of the tree, so the harness
-draws the tree afresh on every call. A greedy request follows the argmax (lowest index on
-ties) and emits the argmax where the tree has no matching child. Same inputs and seed, same
-output; requests are independent (with an int seed request b's output depends on (seed, b)
-and its own rows only). Every input is read-only.
+draws the tree afresh on every call. Rows are read as given, never renormalised; where the
+residual the last token is drawn from has no mass (listed children holding all of p's
+support while their p sums below 1; drawn rows with max(p - C q, 0) = 0 after a rejection,
+where q sums above 1), the last token is drawn from p / sum p, and may then be a child's
+token (reference/tree_rejection.py ``fallback``). A greedy request follows the argmax
+(lowest index on ties) and emits the argmax where the tree has no matching child. Same
+inputs and seed, same output; requests are independent (with an int seed request b's output
+depends on (seed, b) and its own rows only). Every input is read-only.
 
 ``validate_output`` holds every call to what is certain whatever the draws (it is the
 ``validity`` check's core, run on every call of every check).
@@ -51,13 +58,14 @@ class TreeBudget:
     pairs: int                 # pairs per pairing (independence)
     tail_scales: tuple[float, ...]   # rare tokens' probability over the head's (tail)
     tail_expected: float       # expected rare first tokens per scale under H0 (tail)
+    wide_law: bool = True      # the law's ``wide`` case (validity sweeps its path always)
     power: float = 0.99
 
 
 BUDGETS = {
     "smoke": TreeBudget("smoke", law_tv=0.15, trees_per_shape=1, length_tv=0.1,
                         never_tests=2**12, pairs=2**10, tail_scales=(1e-2,),
-                        tail_expected=50.0),
+                        tail_expected=50.0, wide_law=False),
     "quick": TreeBudget("quick", law_tv=0.05, trees_per_shape=1, length_tv=0.03,
                         never_tests=2**16, pairs=2**12, tail_scales=(1e-2, 1e-4, 1e-6),
                         tail_expected=100.0),
@@ -88,33 +96,39 @@ def node_depths(parents: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     return depth
 
 
-def deepest(parents: torch.Tensor, tokens: torch.Tensor) -> int:
-    """D: the deepest path's length in the batch (0 without nodes)."""
+def tree_depths(parents: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """int64 [B]: each request's deepest path (0 without nodes)."""
     if tokens.numel() == 0:
-        return 0
-    return int(node_depths(parents, tokens >= 0).max())
+        return torch.zeros(tokens.shape[0], dtype=torch.int64, device=tokens.device)
+    return node_depths(parents, tokens >= 0).max(1).values
 
 
 def _layout(out: object, inputs: dict) -> torch.Tensor:
+    """The output's type, shape (any width W, D + 1 <= W <= N + 1) and layout: per row
+    tokens, at most its own tree's depth plus one, then -1 to the row's end."""
     tokens, target = inputs["draft_token_ids"], inputs["target_probs"]
-    width = deepest(inputs["parent_ids"], tokens) + 1
-    expected = (tokens.shape[0], width)
+    (batch, nodes), own = tokens.shape, tree_depths(inputs["parent_ids"], tokens)
+    least = (int(own.max()) if batch else 0) + 1
     if not isinstance(out, torch.Tensor):
         raise KernelFailure(f"returned {type(out).__name__}, expected a torch.Tensor")
     if out.dtype != torch.int64:
         raise KernelFailure(f"returned dtype {out.dtype}, expected torch.int64")
-    if tuple(out.shape) != expected:
-        raise KernelFailure(f"returned shape {tuple(out.shape)}, expected {expected} "
-                            f"(D = {width - 1}, the deepest path)")
+    if out.dim() != 2 or out.shape[0] != batch or not least <= out.shape[1] <= nodes + 1:
+        raise KernelFailure(f"returned shape {tuple(out.shape)}, expected ({batch}, W) with "
+                            f"D + 1 = {least} <= W <= N + 1 = {nodes + 1} (D = {least - 1}, "
+                            f"the deepest path; N = {nodes} node slots)")
     if out.device != target.device:
         raise KernelFailure(f"returned output on {out.device}, expected {target.device}")
     written = out >= 0
     length = written.sum(1)
-    slots = torch.arange(width, device=out.device)
+    slots = torch.arange(out.shape[1], device=out.device)
     prefix = slots[None, :] < length[:, None]
     _fail(((written != prefix) | (~prefix & (out != -1))).any(1),
           lambda b: f"row {out[b].tolist()} is not tokens followed by -1 placeholders")
     _fail(length == 0, lambda b: "no token returned (the row is all -1)")
+    _fail(length > own + 1, lambda b: (
+        f"row {out[b].tolist()} holds {int(length[b])} tokens, more than its tree's deepest "
+        f"path plus one ({int(own[b])} + 1): every column past the path must be -1"))
     vocab = target.shape[2]
     _fail((out >= vocab).any(1), lambda b: f"row {out[b].tolist()} holds a token >= V = {vocab}")
     return out
@@ -123,11 +137,13 @@ def _layout(out: object, inputs: dict) -> torch.Tensor:
 def validate_output(out: object, inputs: dict) -> torch.Tensor:
     """Check a ``tree-rejection`` output exactly against its inputs; return it.
 
-    Certain under the contract whatever the draws: int64 [B, D + 1] on the device, tokens
-    then -1; the accepted tokens y_1 .. y_(m-1) are the tokens of a path of the tree
+    Certain under the contract whatever the draws: int64 [B, W] on the device, D + 1 <= W
+    <= N + 1, per row tokens (at most its tree's depth plus one) then -1 to the row's end;
+    the accepted tokens y_1 .. y_(m-1) are the tokens of a path of the tree
     (following parent links), each of positive target probability at its parent; the last
     token has positive target probability at the last node and is no child's token there
-    (the sequence ends with the first token that leaves the tree); a greedy request takes
+    (the sequence ends with the first token that leaves the tree) unless the residual there
+    is empty (``empty_residuals``: then it is drawn from p); a greedy request takes
     the argmax (the first maximum) at every node and stops where no child holds it. Where
     siblings repeat a token (drawn children) any of them may be the accepted node: the
     check asks for some node path consistent with the whole row.
@@ -170,8 +186,8 @@ def validate_output(out: object, inputs: dict) -> torch.Tensor:
 
 
 def _validate_last(out, inputs, accepted, at, here, best) -> None:
-    """The last token: positive at some candidate last node, no child's token there, and the
-    argmax for greedy requests."""
+    """The last token: positive at some candidate last node, no child's token there unless
+    the residual there is empty (``empty_residuals``), and the argmax for greedy requests."""
     tokens, parents = inputs["draft_token_ids"], inputs["parent_ids"]
     target, greedy = inputs["target_probs"], inputs["greedy"]
     batch, nodes = tokens.shape
@@ -184,10 +200,47 @@ def _validate_last(out, inputs, accepted, at, here, best) -> None:
     ok = where & (p_last > 0)
     _fail(~ok.any(1), lambda b: f"last token {int(last[b])} has target probability 0 at "
                                 "its node")
-    ok &= has_child == 0
-    _fail(~ok.any(1), lambda b: f"last token {int(last[b])} is a child's token at its node "
-                                "(the sequence ends with the first token that leaves the tree)")
+    leaves = ok & (has_child == 0)
+    if not bool(leaves.any(1).all()):                           # a child's token: allowed
+        leaves |= ok & empty_residuals(inputs, ok & ~leaves & ~greedy[:, None])
+    ok = leaves
+    _fail(~ok.any(1), lambda b: f"last token {int(last[b])} is a child's token at its node, "
+                                "whose residual is not empty (the sequence ends with the "
+                                "first token that leaves the tree)")
     if best is not None:
         greedy_ok = ok & (best == last)
         _fail(greedy & ~greedy_ok.any(1),
               lambda b: f"greedy request ended with {int(last[b])}, not its node's argmax")
+
+
+def empty_residuals(inputs: dict, asked: torch.Tensor) -> torch.Tensor:
+    """bool [B, N + 1]: at the ``asked`` nodes (column 0 the root, n + 1 node n), whether
+    the residual a random request draws its last token from there after rejecting all the
+    node's children is empty, so that the contract draws it from p / sum p instead (and it
+    may be a child's token). Listed: p is 0 off the children's tokens. Drawn: after the k
+    children, max(p - C_k q, 0), C_0 = 0, c_0 = 1, C_(j+1) = C_j + c_j, c_j = sum_v
+    max(p - C_j q, 0) in float64, has no weight that is positive as float32 (the race's
+    scores). A node without children is never empty (p has mass)."""
+    tokens, parents = inputs["draft_token_ids"], inputs["parent_ids"]
+    target, draft = inputs["target_probs"], inputs["draft_probs"]
+    empty = torch.zeros(asked.shape, dtype=torch.bool, device=asked.device)
+    b, n = asked.nonzero(as_tuple=True)
+    if b.numel() == 0:
+        return empty
+    kids = (parents[b] == (n - 1)[:, None]) & (tokens[b] >= 0)          # [M, N]
+    p = target[b, n].to(torch.float64)                                   # [M, V]
+    if draft is None:
+        held = torch.zeros(p.shape, dtype=torch.int64, device=p.device).scatter_add_(
+            1, tokens[b].clamp(min=0), kids.long()) > 0
+        left = torch.where(held, 0.0, p)
+    else:
+        q, count = draft[b, n].to(torch.float64), kids.sum(1)
+        spent = torch.zeros_like(p[:, 0])
+        norm = torch.ones_like(spent)
+        for j in range(int(count.max()) if count.numel() else 0):
+            going = j < count
+            spent = torch.where(going, spent + norm, spent)
+            norm = torch.where(going, (p - spent[:, None] * q).clamp_min(0.0).sum(1), norm)
+        left = (p - spent[:, None] * q).clamp_min(0.0)
+    empty[b, n] = kids.any(1) & ~(left.float() > 0).any(1)
+    return empty

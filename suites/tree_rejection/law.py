@@ -1,15 +1,18 @@
 """The law of the returned sequence, family ``tree-rejection``: per tree shape and draft mode.
 
-For every shape kind (chain, star of up to 8, EAGLE-like depth 4, random; trees.py) and
-both draft modes (listed children, fixed; drawn children, redrawn on every call), Hypothesis
-draws ``budget.trees_per_shape`` cases; each case's returned sequences are tallied over
-every path of lengths 1 .. D + 1 and tested against the exact law
-(reference/tree_rejection.py ``sequence_law``: lossless, the target model's law of the
-sequence, with the stopping rule of the tree) by the chain family's fit test
-(suites/rejection/lawtest.py: Pearson chi-square on cells pooled to expect >= 5, a draw in
-a cell of probability 0 an exact failure). Draws per case are planned so that total
-variation ``budget.law_tv`` on the pooled cells is detected with ``budget.power``, the worst
-case over deviation shapes. Alpha: the check's share over the cases (Bonferroni).
+For every shape kind (chain, star of up to 8, EAGLE-like depth 4, random, wide: a root of
+17 or 18 listed children spread over a chunk's four quarters, emptied: residuals that come
+out empty; trees.py) and draft mode (listed children, fixed; drawn children, redrawn on
+every call; ``wide`` listed only, from quick up: its slot loop costs the interpreter 2 s,
+and validity's quarter sweeps reach it at every budget), Hypothesis draws
+``budget.trees_per_shape`` cases; each case's returned sequences are tallied over every
+path of lengths 1 .. D + 1 and tested against the exact law (reference/tree_rejection.py
+``sequence_law``: lossless, the target model's law of the sequence, with the stopping rule
+of the tree) by the chain family's fit test (suites/rejection/lawtest.py: Pearson
+chi-square on cells pooled to expect >= 5, a draw in a cell of probability 0 an exact
+failure). Draws per case are planned so that total variation ``budget.law_tv`` on the
+pooled cells is detected with ``budget.power``, the worst case over deviation shapes.
+Alpha: the check's share over the cases (Bonferroni).
 
 Beside the drawn cases, one curated multi-draft case where the siblings' coins and
 residuals matter most: a star of 3 drawn children over V = 3 with p = (0.225, 0.098,
@@ -30,7 +33,7 @@ from sampling_harness.stats.multiple import bonferroni
 from sampling_harness.suites.rejection.lawtest import law_test, outcome
 from sampling_harness.suites.tree_rejection.batches import TreeCase, tally
 from sampling_harness.suites.tree_rejection.models import uniform_model
-from sampling_harness.suites.tree_rejection.trees import MODES, SHAPE_KINDS, cases
+from sampling_harness.suites.tree_rejection.trees import MODES_OF, SHAPE_KINDS, cases
 
 EFFECT = "total variation of the returned sequence's law on its pooled cells"
 
@@ -46,10 +49,11 @@ def multi_draft() -> TreeCase:
     return TreeCase("multi-draft star of 3, drawn, V = 3", (-1, -1, -1), model, None)
 
 
-def law_cases(seed: int, per_shape: int) -> list:
+def law_cases(seed: int, per_shape: int, wide: bool = True) -> list:
     """The curated multi-draft case, then every (shape kind, draft mode) pair's cases, each
-    pair's drawn from its own seed."""
-    return [multi_draft()] + [case for kind in SHAPE_KINDS for mode in MODES
+    pair's drawn from its own seed (``wide`` False: without the wide kind)."""
+    kinds = [kind for kind in SHAPE_KINDS if wide or kind != "wide"]
+    return [multi_draft()] + [case for kind in kinds for mode in MODES_OF[kind]
                               for case in cases(derive_seed(seed, kind, mode), kind, mode,
                                                 per_shape)]
 
@@ -73,7 +77,7 @@ def sequence_of(cell: int, vocab: int) -> list[int]:
 
 def law(ctx):
     budget = ctx.budget
-    found = law_cases(ctx.seed, budget.trees_per_shape)
+    found = law_cases(ctx.seed, budget.trees_per_shape, budget.wide_law)
     alpha = bonferroni(ctx.alpha, len(found))
     results = []
     for case in found:

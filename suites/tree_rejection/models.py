@@ -8,8 +8,18 @@ where p has none, peaked target, equal), repaired so that a residual exists wher
 rejection is possible (harness/strategies/rejection.py). Listed children are chosen from
 the model too: the top k of the draft row (as a draft model's top-k proposes), distinct
 random tokens, or adversarial ones (a token of target probability 0, the argmax, the least
-likely), always leaving a token of positive target probability outside the children
-unless their target probabilities sum to 1 or more.
+likely) or dealt over the four quarters of a chunk (``every quarter``), always leaving a
+token of positive target probability outside the children unless their target
+probabilities sum to 1 or more.
+
+Chunks and quarters are those of the project's Triton kernels (kernels/sample/
+triton_race.py ``quarter_width``): a row is read in chunks of 4 Q columns, Q = the power of
+two at or above V / 4, at least 16, at most 512; a mask or an offset wrong in one quarter
+shows only where a child's token falls in it.
+
+``emptied`` makes a model whose residuals come out empty where the last token is drawn
+after rejections (rows that are laws only up to their mass: the contract's fallback, the
+last token drawn from p / sum p, reference/tree_rejection.py ``fallback``).
 """
 
 from __future__ import annotations
@@ -18,13 +28,40 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sampling_harness.reference.tree_rejection import TreeModel, children, path_offsets
+from sampling_harness.reference.tree_rejection import (
+    TreeModel,
+    children,
+    node_paths,
+    path_offsets,
+)
 from sampling_harness.strategies.rejection import repaired
 from sampling_harness.suites.rejection.requests import position_laws
 
 KINDS = ("typical", "weak-draft", "near-equal", "q-mass-where-p-has-none", "peaked-target",
          "equal")
 LISTED_CHOICES = ("draft top-k", "random distinct", "adversarial")
+MIN_QUARTER, MAX_QUARTER = 16, 512   # Q's floor and ceiling (triton_race.quarter_width)
+EMPTIED_MASS = 0.75                  # listed: P_k at a node whose children hold p's support
+EMPTIED_EXTRA = 1.0 / 3.0            # drawn: q = p + e, e of this mass (Q = 4/3)
+
+
+def quarter_width(vocab: int) -> int:
+    """Q, the width of a chunk's quarter for V columns (module docstring)."""
+    wanted = max(1, -(-vocab // 4))
+    return min(MAX_QUARTER, max(MIN_QUARTER, 1 << (wanted - 1).bit_length()))
+
+
+def every_quarter(vocab: int, rng: np.random.Generator) -> np.ndarray:
+    """All V tokens, dealt round-robin from the quarters of the row's chunks (columns
+    v // Q, each quarter's in random order): the first k spread over every quarter of
+    every chunk, as far as k reaches."""
+    quarter = np.arange(vocab) // quarter_width(vocab)
+    piles = [list(rng.permutation(np.flatnonzero(quarter == k)))
+             for k in range(int(quarter[-1]) + 1)]
+    dealt = []
+    while any(piles):
+        dealt += [pile.pop() for pile in piles if pile]
+    return np.array(dealt, dtype=np.int64)
 
 
 def row_pair(kind: str, vocab: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -95,6 +132,8 @@ def choose(p: np.ndarray, q: np.ndarray, k: int, choice: str,
         raise ValueError(f"{k} distinct children need V >= {k}, got {vocab}")
     if choice == "draft top-k":
         order = np.argsort(-q, kind="stable")
+    elif choice == "every quarter":
+        order = every_quarter(vocab, rng)
     elif choice == "adversarial":
         zero, positive = np.flatnonzero(p == 0), np.flatnonzero(p > 0)
         ranked = positive[np.argsort(-p[positive], kind="stable")]
@@ -111,3 +150,41 @@ def choose(p: np.ndarray, q: np.ndarray, k: int, choice: str,
             raise ValueError("every token is a child and their p sums below 1")
         chosen[swap] = int(spare[0])
     return chosen
+
+
+def held_only(p: np.ndarray, held) -> np.ndarray:
+    """float32: p on the tokens ``held`` alone (each raised by 1e-3, so that none is 0),
+    scaled to mass EMPTIED_MASS."""
+    mask = np.zeros(p.shape[-1], bool)
+    mask[np.asarray(held, dtype=np.int64)] = True
+    kept = np.where(mask, p.astype(np.float64) + 1e-3, 0.0)
+    return (kept * EMPTIED_MASS / kept.sum()).astype(np.float32)
+
+
+def overdrawn(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """float32 q = p + e, e >= 0 random of mass EMPTIED_EXTRA (rows of ``p`` alike): p <= q
+    exactly, since float32 rounding of p + e only raises it."""
+    extra = rng.random(p.shape)
+    extra *= EMPTIED_EXTRA / extra.sum(-1, keepdims=True)
+    return (p.astype(np.float64) + extra).astype(np.float32)
+
+
+def emptied(model: TreeModel, parents, tokens=None, seed: int = 0) -> TreeModel:
+    """The model with its residuals emptied. Listed (``tokens``): the target row of every
+    node with children is ``held_only`` its children's tokens, so all of them are rejected
+    with probability 1 - EMPTIED_MASS and nothing is left outside them: the last token is
+    drawn from p / sum p, a child's token. Drawn (``tokens`` None): every draft row is
+    ``overdrawn`` (q = p + e, Q = 4/3), so a first rejection (probability 1/4) leaves
+    max(p - q, 0) = 0: every later sibling is rejected and the last token drawn from p.
+    ``seed`` places e."""
+    target, draft = model.target.copy(), model.draft.copy()
+    if tokens is None:
+        draft = overdrawn(target, np.random.default_rng(seed))
+    else:
+        kids, paths = children(parents), {-1: ()}
+        paths.update(enumerate(node_paths(parents, tokens)))
+        for node, below in kids.items():
+            if below:
+                row = model.index(paths[node])
+                target[row] = held_only(target[row], [int(tokens[c]) for c in below])
+    return TreeModel(target=target, draft=draft, depth=model.depth)
