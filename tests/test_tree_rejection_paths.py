@@ -271,3 +271,30 @@ def test_outputs_wider_with_garbage_or_cut_below_d_plus_one_fail_validation(name
                 validate_output(wide, inputs)
     with pytest.raises(KernelFailure, match=r"D \+ 1 = \d+ <= W <= N \+ 1"):
         validate_output(out[:, :-1], inputs)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("drawn", [False, True], ids=["listed", "drawn"])
+def test_the_triton_call_never_synchronises_and_replays_in_a_cuda_graph(drawn):
+    """On a GPU: a call under torch's sync debug mode "error" raises if anything reads the
+    device back, and a CUDA graph of the call replays the eager output bit for bit (the
+    ragged edge batches: greedy and random rows, padding, repeated siblings when drawn)."""
+    name = "ragged with padding, " + ("drawn (repeated siblings)" if drawn else "listed")
+    requests, vocab, _ = edge_batches(7)[name]
+    inputs = stack(requests, vocab, torch.device("cuda"), drawn)
+    eager = call(triton_kernel, inputs, 11)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        again = call(triton_kernel, inputs, 11)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert torch.equal(again, eager)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = call(triton_kernel, inputs, 11)
+    captured.fill_(-7)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(captured, eager)
+    assert eager.shape[1] == inputs["draft_token_ids"].shape[1] + 1
