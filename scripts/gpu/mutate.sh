@@ -28,13 +28,13 @@
 #        scripts/gpu/mutate.sh
 set -u
 cd "$(dirname "$0")/../.."
+start=$(date +%s)        # the deadline counts from here: the install and listing are in it
 source scripts/gpu-env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 out=/tmp/mutate; rm -rf "$out"; mkdir -p "$out"
 exec > >(tee "$OUT/mutate.txt") 2>&1
 n=${N:-8}
 deadline=${DEADLINE:-450}
-start=$(date +%s)        # the deadline counts from here: the kernels' listing is in it
 python3 -c "import torch, triton; print(torch.cuda.get_device_name(), 'torch', torch.__version__, 'triton', triton.__version__)"
 git log -1 --format='commit %h %s' 2>/dev/null || true
 

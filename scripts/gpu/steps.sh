@@ -10,10 +10,10 @@
 # files); `mutate_left KERNELS...` runs scripts/gpu/mutate.sh in what is left. With RUN, the
 # checkout's commit is printed first.
 if [ -n "${1:-}" ]; then
+  start=$(date +%s)                  # the install below counts against the deadline
   source scripts/gpu-env.sh
   OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
   run=$1; out=/tmp/$1; rm -rf "$out"; mkdir -p "$out"
-  start=$(date +%s)
   deadline=${DEADLINE:-540}
 fi
 step() {  # NAME MAX_SECONDS COMMAND...
