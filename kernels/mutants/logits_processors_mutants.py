@@ -118,6 +118,21 @@ min_tokens_off_by_one.__doc__ = (
     "too many.")
 
 
+STOP_PASS = 16          # stop ids a one-pass kernel holds (triton-logits-processors' first)
+
+
+def _first_stop_ids(token_ids, num_prompt_tokens, stop_token_ids, min_tokens, vocab):
+    """The stop mask from the first ``STOP_PASS`` stop ids of each row only."""
+    return stop_mask(token_ids, num_prompt_tokens, stop_token_ids[:, :STOP_PASS], min_tokens,
+                     vocab)
+
+
+stop_list_cut = with_pieces(stop_mask=_first_stop_ids)
+stop_list_cut.__doc__ = (
+    "Only the first 16 stop ids of a row are masked: a kernel's one pass over the stop list "
+    "without the loop for the rest (found by mutate in triton-logits-processors, m0526).")
+
+
 penalties_in_logits_dtype = with_pieces(upcast=lambda logits: logits.clone())
 penalties_in_logits_dtype.__doc__ = (
     "Every processor computed in the logits' own dtype (bfloat16 or float16), upcast at the "

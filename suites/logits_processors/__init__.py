@@ -98,6 +98,12 @@ MUTANTS = (
            caught_by=("min_tokens", "combined"), budget="quick",
            bug=("stop tokens masked while the output is at most min_tokens long (<=, not <): "
                 "one token too many")),
+    Mutant("stop-list-cut",
+           "sampling_harness.kernels.mutants.logits_processors_mutants:stop_list_cut",
+           caught_by=("min_tokens",), budget="quick",
+           bug=("only the first 16 stop ids of a row masked while the output is shorter than "
+                "min_tokens: the loop over the rest of a long stop list missing (found by "
+                "mutate in triton-logits-processors)")),
     Mutant("penalties-in-bf16",
            "sampling_harness.kernels.mutants.logits_processors_mutants:"
            "penalties_in_logits_dtype",
