@@ -4,7 +4,7 @@ Each module here is a thin adapter: a function with a family's kernel signature 
 the family's contract (suites/<family>, docs/families/) onto another project's documented
 API, and carries the baseline's metadata (``kernels/meta.py``): what the project ships, the
 checks it may fail and why. The families declare their peers (``Family.peers``, in
-suites/peers.py), and a peer is registered only while its project imports: without it
+harness/families/peers.py), and a peer is registered only while its project imports: without it
 nothing here is imported, and ``sampling-harness list`` says how to get it.
 
 * ``flashinfer_sampling``: FlashInfer's ``sampling_from_probs`` (family ``sample``),
