@@ -23,7 +23,7 @@ import torch
 from sampling_harness.bench.launch import bind, label
 from sampling_harness.bench.timing import flush_buffer, release, same_output, time_entry
 from sampling_harness.families import FAMILIES
-from sampling_harness.families.loader import load
+from sampling_harness.families.registry import load
 
 LOGPROBS = [{}, {"block": 1024}, {"warps": 2}, {"stages": 3}, {"programs_per_sm": 8}]
 TOP_LOGPROBS = [{}, {"prune_limit": -1}]

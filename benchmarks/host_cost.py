@@ -24,7 +24,7 @@ import torch
 
 from sampling_harness.bench.timing import host_us
 from sampling_harness.families import FAMILIES
-from sampling_harness.families.loader import load
+from sampling_harness.families.registry import load
 from sampling_harness.kernels.split_scratch import stream_handle
 
 REPS = 200

@@ -7,10 +7,18 @@ another project's conftest options). Both parsers, the plugin's ``DEFAULTS``, th
 lines other commands start (``cli_args``) and the command that re-runs one check
 (``reproduce_command``) are all built from the one table, so an option cannot drift between
 them. Values are validated once, by the parser of the table (argparse ``type`` and
-``choices``), with a one-line usage error.
+``choices``), with a one-line usage error (``Parser``).
+
+The table is the class ``RunOptions``: one typed field per option, its ``Option`` in the
+field's metadata. A parsed command line (``from_namespace``) or pytest's config
+(``from_pytest``) becomes one frozen ``RunOptions`` that the CLI, the plugin and the
+subcommands pass on; no option is read back by its name. The rules between options (which
+combinations are refused, which value one implies for another) are ``RunOptions.resolve``,
+called by the CLI and by the plugin alike.
 
 Also the argparse type ``positive`` that the subcommands share (none of them imports the
-CLI).
+CLI), and ``TOOLS``, the compute-sanitizer tools ``--sanitize`` takes
+(``sampling_harness.run.sanitize`` runs them).
 """
 
 from __future__ import annotations
@@ -18,16 +26,34 @@ from __future__ import annotations
 import argparse
 import shlex
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 
 from sampling_harness.budgets import BUDGET_NAMES
-from sampling_harness.run.sanitize import TOOLS
+from sampling_harness.errors import HarnessError
 from sampling_harness.scale.memory import CPU_BUDGET, format_bytes, parse_bytes
 from sampling_harness.stats.multiple import DEFAULT_FAMILY_ALPHA
+from sampling_harness.words import did_you_mean
 
 DEFAULT_SEED = 20261122
 DEVICES = ("auto", "cpu", "cuda")
 PLUGIN_PREFIX = "--harness-"
+TOOLS = ("memcheck", "initcheck", "racecheck")     # compute-sanitizer's, for --sanitize
+
+
+class Parser(argparse.ArgumentParser):
+    """A usage error is one line on stderr, exit code 2 (the usage stays under ``--help``);
+    an invalid choice names the closest choices and lists them all as they are typed."""
+
+    def error(self, message: str):
+        self.exit(2, f"sampling-harness: error: {message}\n")
+
+    def _check_value(self, action, value):
+        if action.choices is not None and value not in action.choices:
+            choices = list(map(str, action.choices))
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}"
+                                                 f"{did_you_mean(str(value), choices)} "
+                                                 f"(choose from {', '.join(choices)})")
 
 
 def positive(kind, upper=None):
@@ -120,51 +146,150 @@ def budget_words(budget: int | None) -> str | None:
     return text if parse_bytes(text) == budget else str(budget)
 
 
-OPTIONS: tuple[Option, ...] = (     # in the order of ``sampling-harness check --help``
-    Option("--kernel", "kernel", "kernel under test: registered name, package.module:attr "
-           "or path/to/file.py:attr (repeatable; default: the family's registered kernels "
-           "and baselines)", default=(), metavar="TARGET", action="append"),
-    Option("--device", "device", "auto: CUDA when torch sees a GPU, else the CPU",
-           default="auto", choices=DEVICES),
-    Option("--budget", "budget", "how much evidence the checks gather", default="quick",
-           choices=BUDGET_NAMES),
-    Option("--seed", "seed", "harness seed: every check's seeds derive from it",
-           default=DEFAULT_SEED, type=int),
-    Option("--report-dir", "report_dir", "default: reports/<timestamp>/"),
-    Option("-k", "select", "pytest -k selection of checks", cli_only=True),
-    Option("--call-timeout", "call_timeout", "seconds one kernel call may take before it "
-           "counts as hung", default=600.0, type=positive(float)),
-    Option("--family-alpha", "family_alpha", "false-fail budget of the whole run, split "
-           "across its checks", default=DEFAULT_FAMILY_ALPHA, type=positive(float, 1.0)),
-    Option("--statistical-checks", "statistical_checks", "split the false-fail budget as if "
-           "over N statistical checks (set by reproduce commands; default: count the "
-           "selected run's)", type=positive(int), metavar="N"),
-    Option("--sanitize", "sanitize", "re-run the validity checks under compute-sanitizer "
-           "(GPU only)", choices=TOOLS),
-    Option("--gpus", "gpus", "spread the checks over N GPUs, one pytest-xdist worker each (on "
-           "a CPU run: N workers on the CPU); see docs/scale-out.md", type=positive(int),
-           metavar="N"),
-    Option("--workers-per-gpu", "workers_per_gpu", "W pytest-xdist workers share each GPU "
-           "(Triton's compilation and the host's work run in parallel; default for check all "
-           "on a GPU: half the CPU cores, at most 8); see docs/scale-out.md",
-           type=positive(int), metavar="W"),
-    Option("--isolation", "isolation", "worker: the checks run in pytest-xdist worker "
-           "processes, so a kernel that crashes, asserts or hangs fails its check and a fresh "
-           "worker runs the rest; none: in this process (for a debugger; a fault ends the run)",
-           default="worker", choices=("worker", "none")),
-    Option("--memory-budget", "memory_budget", "memory one check's kernel calls may use, e.g. "
-           "512MiB or 4GiB: checks stream their draws in calls sized to it, and a call that "
-           "cannot fit fails with its bytes (default: on a GPU 80%% of its free memory at the "
-           "start, split among the checks sharing it; on a CPU 256MiB)", type=parse_bytes,
-           metavar="BYTES"),
-    Option("--pytest-output", "pytest_output", "quiet: each check once on the terminal, on its "
-           "numbered line, and the harness's summary; full: also pytest's own (FAILURES with "
-           "tracebacks, short test summary, count line), as pytest -v shows them",
-           default="quiet", choices=("quiet", "full")),
-    Option("--no-precompile", "precompile", "on a GPU, do not compile the run's listed Triton "
-           "variants ahead in parallel (harness/scale/precompile.py)", default=True,
-           action="store_false", cli_only=True),
-)
+def _option(flag: str, help: str, **how) -> object:
+    """A field of ``RunOptions``: its default, and its ``Option`` (the dest is the field's
+    name) in the field's metadata."""
+    default = how.get("default")
+    if how.get("action") == "store_false":
+        how["default"] = default = True
+    return field(default=default, metadata={"option": Option(flag, "", help, **how)})
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The run options of one check run, typed: the one table of options (each field's
+    ``Option``, in the order of ``sampling-harness check --help``). Built once from a parsed
+    command line (``from_namespace``) or from pytest's config (``from_pytest``), then passed
+    on; ``resolve`` applies the rules between options. A subcommand that takes only some of
+    the options leaves the others at their defaults (its own defaults may be None: not
+    given, it decides)."""
+
+    kernel: tuple[str, ...] = _option(
+        "--kernel", "kernel under test: registered name, package.module:attr or "
+        "path/to/file.py:attr (repeatable; default: the family's registered kernels and "
+        "baselines)", default=(), metavar="TARGET", action="append")
+    device: str = _option("--device", "auto: CUDA when torch sees a GPU, else the CPU",
+                          default="auto", choices=DEVICES)
+    budget: str = _option("--budget", "how much evidence the checks gather", default="quick",
+                          choices=BUDGET_NAMES)
+    seed: int = _option("--seed", "harness seed: every check's seeds derive from it",
+                        default=DEFAULT_SEED, type=int)
+    report_dir: str | Path | None = _option("--report-dir", "default: reports/<timestamp>/")
+    select: str | None = _option("-k", "pytest -k selection of checks", cli_only=True)
+    call_timeout: float = _option(
+        "--call-timeout", "seconds one kernel call may take before it counts as hung",
+        default=600.0, type=positive(float))
+    family_alpha: float = _option(
+        "--family-alpha", "false-fail budget of the whole run, split across its checks",
+        default=DEFAULT_FAMILY_ALPHA, type=positive(float, 1.0))
+    statistical_checks: int | None = _option(
+        "--statistical-checks", "split the false-fail budget as if over N statistical checks "
+        "(set by reproduce commands; default: count the selected run's)", type=positive(int),
+        metavar="N")
+    sanitize: str | None = _option(
+        "--sanitize", "re-run the validity checks under compute-sanitizer (GPU only)",
+        choices=TOOLS)
+    gpus: int | None = _option(
+        "--gpus", "spread the checks over N GPUs, one pytest-xdist worker each (on a CPU run: "
+        "N workers on the CPU); see docs/scale-out.md", type=positive(int), metavar="N")
+    workers_per_gpu: int | None = _option(
+        "--workers-per-gpu", "W pytest-xdist workers share each GPU (Triton's compilation and "
+        "the host's work run in parallel; default for check all on a GPU: half the CPU cores, "
+        "at most 8); see docs/scale-out.md", type=positive(int), metavar="W")
+    isolation: str = _option(
+        "--isolation", "worker: the checks run in pytest-xdist worker processes, so a kernel "
+        "that crashes, asserts or hangs fails its check and a fresh worker runs the rest; "
+        "none: in this process (for a debugger; a fault ends the run)", default="worker",
+        choices=("worker", "none"))
+    memory_budget: int | None = _option(
+        "--memory-budget", "memory one check's kernel calls may use, e.g. 512MiB or 4GiB: "
+        "checks stream their draws in calls sized to it, and a call that cannot fit fails "
+        "with its bytes (default: on a GPU 80%% of its free memory at the start, split among "
+        "the checks sharing it; on a CPU 256MiB)", type=parse_bytes, metavar="BYTES")
+    pytest_output: str = _option(
+        "--pytest-output", "quiet: each check once on the terminal, on its numbered line, and "
+        "the harness's summary; full: also pytest's own (FAILURES with tracebacks, short test "
+        "summary, count line), as pytest -v shows them", default="quiet",
+        choices=("quiet", "full"))
+    precompile: bool = _option(
+        "--no-precompile", "on a GPU, do not compile the run's listed Triton variants ahead "
+        "in parallel (harness/scale/precompile.py)", action="store_false", cli_only=True)
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, object]) -> RunOptions:
+        """The options of ``values`` (dest -> value, as a parser leaves them: a repeatable
+        option's list, or a subcommand's single value of it, becomes a tuple); the options
+        it lacks keep their defaults."""
+        given = {}
+        for option in OPTIONS:
+            if option.dest in values:
+                value = values[option.dest]
+                if option.repeatable:
+                    value = () if value is None else (value,) if isinstance(value, str) \
+                        else tuple(value)
+                given[option.dest] = value
+        return cls(**given)
+
+    @classmethod
+    def from_namespace(cls, args: argparse.Namespace) -> RunOptions:
+        """The run options of a parsed command line (of ``check`` or a subcommand sharing
+        some of them)."""
+        return cls.from_values(vars(args))
+
+    @classmethod
+    def from_pytest(cls, config) -> RunOptions:
+        """The run options of a pytest run (its ``--harness-*`` options; the CLI-only ones at
+        their defaults)."""
+        return cls.from_values({option.dest: config.getoption(option.plugin_dest)
+                                for option in OPTIONS if not option.cli_only})
+
+    def values(self) -> dict[str, object]:
+        """dest -> value, in the table's order."""
+        return {option.dest: getattr(self, option.dest) for option in OPTIONS}
+
+    def given(self) -> bool:
+        """An option of the plugin's has a value other than its default (the run selects
+        the harness: ``plugin.selected``)."""
+        return any(getattr(self, o.dest) != o.default for o in OPTIONS if not o.cli_only)
+
+    def plugin_args(self) -> list[str]:
+        """The ``--harness-*`` arguments that give a pytest run these options."""
+        return plugin_args(self.values())
+
+    def resolve(self, *, family: str | None = None, cuda: bool = False,
+                torchrun: bool = False, xdist: bool = False,
+                plugin: bool = False) -> RunOptions:
+        """The rules between options, in one place (the CLI's ``check`` and the plugin's
+        session both call it): ``HarnessError`` (one line) for a combination refused, else
+        the options with what they imply.
+
+        ``family`` is ``check``'s (None in the plugin); ``cuda``: the run's device is a GPU;
+        ``torchrun``: the process runs under torchrun; ``xdist``: under pytest-xdist;
+        ``plugin``: say the flags as the plugin spells them (``--harness-gpus``)."""
+        def flag(dest: str) -> str:
+            option = BY_DEST[dest]
+            return option.plugin_flag if plugin else option.flag
+
+        if family == "all" and self.kernel:
+            raise HarnessError("check all runs every registered kernel and baseline; name a "
+                               "family to check --kernel targets")
+        per_gpu = self.workers_per_gpu
+        if per_gpu is None and family == "all" and cuda and not torchrun and \
+                not self.sanitize and not self.select:
+            from sampling_harness.scale.xdist_gpus import default_workers_per_gpu
+
+            per_gpu = default_workers_per_gpu()
+        if torchrun and (xdist or (self.gpus or 1) * (per_gpu or 1) > 1):
+            raise HarnessError(f"{flag('gpus')} / {flag('workers_per_gpu')} (pytest-xdist) "
+                               f"and torchrun do not mix: spread independent checks or shard "
+                               f"one, not both")
+        if torchrun and self.sanitize:
+            raise HarnessError(f"{flag('sanitize')} does not run under torchrun")
+        return replace(self, workers_per_gpu=per_gpu)
+
+
+OPTIONS: tuple[Option, ...] = tuple(   # in the order of ``sampling-harness check --help``
+    replace(f.metadata["option"], dest=f.name) for f in fields(RunOptions))
 BY_DEST = {option.dest: option for option in OPTIONS}
 # the plugin's option destinations and defaults: a value other than its default selects the
 # harness (plugin.selected)

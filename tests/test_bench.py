@@ -329,7 +329,7 @@ def test_a_launch_keyword_reaches_the_kernel(monkeypatch, tmp_path):
     launch, and the default launch is the shipped one."""
     race = pytest.importorskip("sampling_harness.kernels.sample.triton_race")
     from sampling_harness.families import FAMILIES
-    from sampling_harness.families.loader import load
+    from sampling_harness.families.registry import load
 
     contract = FAMILIES["sample"].parameters
     kernel = load("triton-exact", "sample").fn
@@ -413,7 +413,7 @@ def test_read_ceiling_is_the_fastest_reader_and_bench_shows_its_percent(tmp_path
 
 
 def test_compare_bench_flags_a_figure_that_moves_beyond_the_tolerance(tmp_path, capsys):
-    from sampling_harness.families.loader import _import_attr
+    from sampling_harness.families.registry import _import_attr
 
     main = _import_attr("benchmarks/compare_bench.py:main")
 

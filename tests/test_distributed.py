@@ -17,7 +17,7 @@ import torch.multiprocessing as mp
 
 from sampling_harness.commands.cli import main
 from sampling_harness.errors import HarnessError, KernelFailure
-from sampling_harness.families.loader import load
+from sampling_harness.families.registry import load
 from sampling_harness.run.plugin import harness_environment
 from sampling_harness.run.runner import Runner
 from sampling_harness.scale.distributed import (
@@ -130,7 +130,7 @@ def _rank(rank: int, store: str, out: str) -> None:
 
 def _one_process_tail(shard: Shard, monkeypatch) -> list[tuple[int, int]]:
     """The tail check's (rare wins, rows) of one rank's shard, drawn here without merging."""
-    import sampling_harness.suites.rare_wins as rare_wins
+    import sampling_harness.checks.rare_wins as rare_wins
     import sampling_harness.suites.sample.tail as tail_module
 
     monkeypatch.setattr(rare_wins, "merged", lambda shard, what, count: count())

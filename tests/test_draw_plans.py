@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from sampling_harness.families.loader import load
+from sampling_harness.families.registry import load
 from sampling_harness.reference.rejection import RejectionLaws
 from sampling_harness.run.runner import Runner
 from sampling_harness.seeds import derive_seed, seed_stream

@@ -7,9 +7,19 @@ import json
 import numpy as np
 import pytest
 
-from sampling_harness.engine import Engine, EngineConfig, Request, parts, toy_models
-from sampling_harness.engine.metrics import acceptance_test, continuation_law, tme_and_bound
 from sampling_harness.kernels.mutants.spec_decode_mutants import stale_drafts
+from sampling_harness.suites.spec_decode.engine import (
+    Engine,
+    EngineConfig,
+    Request,
+    parts,
+    toy_models,
+)
+from sampling_harness.suites.spec_decode.engine.metrics import (
+    acceptance_test,
+    continuation_law,
+    tme_and_bound,
+)
 from tests.helpers import cli
 
 

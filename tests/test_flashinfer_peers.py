@@ -1,5 +1,5 @@
 """FlashInfer's samplers as peers (baselines) of sample, sample-logits and rejection
-(kernels/peers/flashinfer_sampling.py, declared in suites/peers.py).
+(kernels/peers/flashinfer_sampling.py, declared in harness/families/peers.py).
 
 Without flashinfer (this CPU, CI): ``list`` names none of them and says in one line how to
 get them, and nothing imports flashinfer. With a stand-in ``flashinfer`` (plain torch, as
@@ -25,7 +25,7 @@ import torch
 
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES, registry
-from sampling_harness.families.loader import load
+from sampling_harness.families.registry import load
 
 PEERS = {"sample": "flashinfer-sampling", "sample-logits": "flashinfer-top-k-top-p",
          "rejection": "flashinfer-chain"}

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from sampling_harness.errors import KernelFailure
-from sampling_harness.families.loader import Kernel
+from sampling_harness.families.registry import Kernel
 from sampling_harness.run.guard import ALIGN, MAX_BAND, band_bytes, check_guards, guarded_copy
 from sampling_harness.run.runner import Runner
 

@@ -83,6 +83,6 @@ def test_simulate_names_the_engines_parts():
     """``simulate`` spells the engine's parts for its parser (no engine import); they are
     the engine's own."""
     from sampling_harness.commands.simulate import PARTS
-    from sampling_harness.engine import DEFAULT_PARTS
+    from sampling_harness.suites.spec_decode.engine import DEFAULT_PARTS
 
     assert PARTS == DEFAULT_PARTS

@@ -105,19 +105,37 @@ def test_the_search_sees_a_cycle_and_the_imports_it_is_made_of():
 
 
 def _part(module: str) -> str:
-    """Which of the design's folders a module lives in: kernels, reference, suites or harness."""
-    for folder in ("kernels", "reference", "suites"):
+    """Which of the design's floors a module lives on: kernels, reference, suites, the
+    commands (harness/commands/) or the rest of the harness."""
+    for folder in ("kernels", "reference", "suites", "commands"):
         if f"{module}.".startswith(f"sampling_harness.{folder}."):
             return folder
     return "harness"
 
 
 def test_dependencies_point_one_way():
-    """The folders depend one way, suites -> harness -> reference (a suite may import the
-    harness and the reference, the harness the reference, never the other way round); kernels
-    import neither the harness nor the suites (a kernel is just a function), reference only
-    numpy, scipy and torch."""
-    allowed = {("suites", "harness"), ("suites", "reference"), ("harness", "reference")}
+    """The folders depend one way, commands -> suites -> harness -> reference (a suite may
+    import the harness and the reference, the harness the reference, never the other way
+    round; the commands, the top floor, may import a suite: ``simulate`` runs spec-decode's
+    engine); kernels import neither the harness nor the suites (a kernel is just a
+    function), reference only numpy, scipy and torch."""
+    allowed = {("suites", "harness"), ("suites", "reference"), ("harness", "reference"),
+               ("commands", "suites"), ("commands", "harness"), ("commands", "reference"),
+               ("harness", "commands")}
     against = sorted(f"{a} -> {b}" for a, targets in import_graph().items() for b in targets
                      if _part(a) != _part(b) and (_part(a), _part(b)) not in allowed)
+    assert not against, against
+
+
+def test_no_suite_imports_another_suite():
+    """Each family's suite (suites/<family>/) imports only itself, the harness and the
+    reference: check code two families share lives in harness/checks/ (and Hypothesis
+    strategies in harness/strategies/)."""
+    def family(module: str) -> str | None:
+        parts = module.split(".")
+        in_suites = parts[:2] == ["sampling_harness", "suites"] and len(parts) > 2
+        return parts[2] if in_suites else None
+
+    against = sorted(f"{a} -> {b}" for a, targets in import_graph().items() for b in targets
+                     if family(a) and family(b) and family(a) != family(b))
     assert not against, against

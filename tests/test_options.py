@@ -9,6 +9,7 @@ import argparse
 import shlex
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -175,3 +176,53 @@ def test_a_bad_value_is_one_usage_line_from_both_parsers(words, reason, capsys):
         plugin_parser().parse([f"--harness-{words[0][2:]}", words[1]])
     errors = [line for line in str(usage.value).splitlines() if "error:" in line]
     assert len(errors) == 1 and reason.replace("--", "--harness-") in errors[0]
+
+
+def test_run_options_are_the_table_typed():
+    """``RunOptions`` has one field per option of the table, with its default; a parsed
+    ``check`` command line and pytest's config give the same object."""
+    from dataclasses import fields
+
+    from sampling_harness.options import RunOptions
+
+    assert [f.name for f in fields(RunOptions)] == [o.dest for o in OPTIONS]
+    assert RunOptions().values() == {o.dest: o.default for o in OPTIONS}
+    given = {**GIVEN, "kernel": tuple(GIVEN["kernel"])}
+    assert RunOptions.from_namespace(parse_check(cli_args(GIVEN))) == RunOptions(**given)
+    config = plugin_parser().parse(plugin_args(GIVEN))
+    from_pytest = RunOptions.from_pytest(SimpleNamespace(getoption=lambda d: getattr(config, d)))
+    cli_only = {o.dest: o.default for o in OPTIONS if o.cli_only}
+    assert from_pytest == RunOptions(**{**given, **cli_only})
+    assert from_pytest.given() and not RunOptions().given()
+    assert RunOptions.from_values({"kernel": "one"}).kernel == ("one",)   # mutate's --kernel
+
+
+@pytest.mark.parametrize("plugin,flags", [(False, "--gpus / --workers-per-gpu"),
+                                          (True, "--harness-gpus / --harness-workers-per-gpu")])
+def test_the_rules_between_options_are_one_function(plugin, flags):
+    from sampling_harness.errors import HarnessError
+    from sampling_harness.options import RunOptions
+
+    with pytest.raises(HarnessError, match="^check all runs every registered kernel"):
+        RunOptions(kernel=("a",)).resolve(family="all")
+    with pytest.raises(HarnessError, match=f"^{flags} \\(pytest-xdist\\) and torchrun do not"):
+        RunOptions(gpus=2).resolve(torchrun=True, plugin=plugin)
+    with pytest.raises(HarnessError, match="do not mix"):
+        RunOptions().resolve(torchrun=True, xdist=True, plugin=plugin)
+    sanitize = "--harness-sanitize" if plugin else "--sanitize"
+    with pytest.raises(HarnessError, match=f"^{sanitize} does not run under torchrun$"):
+        RunOptions(sanitize="memcheck").resolve(torchrun=True, plugin=plugin)
+    assert RunOptions(gpus=2).resolve(family="sample") == RunOptions(gpus=2)
+
+
+def test_check_all_on_a_gpu_implies_workers_per_gpu(monkeypatch):
+    from sampling_harness.options import RunOptions
+    from sampling_harness.scale import xdist_gpus
+
+    monkeypatch.setattr(xdist_gpus, "default_workers_per_gpu", lambda: 5)
+    assert RunOptions().resolve(family="all", cuda=True).workers_per_gpu == 5
+    for given, family, cuda, torchrun in [(RunOptions(), "sample", True, False),
+                                          (RunOptions(), "all", False, False),
+                                          (RunOptions(select="test_tail"), "all", True, False),
+                                          (RunOptions(workers_per_gpu=2), "all", True, False)]:
+        assert given.resolve(family=family, cuda=cuda, torchrun=torchrun) == given

@@ -16,15 +16,15 @@ import numpy as np
 import pytest
 import torch
 
-from sampling_harness.device import resolve_device
-from sampling_harness.families.registry import entries, role_of
-from sampling_harness.seeds import SKIPPED, takes_request_seeds
-from sampling_harness.suites.batch_invariance import (
+from sampling_harness.checks.batch_invariance import (
     INT_SEED_EDITS,
     PER_REQUEST_EDITS,
     Adapter,
     Pool,
 )
+from sampling_harness.device import resolve_device
+from sampling_harness.families.registry import entries, role_of
+from sampling_harness.seeds import SKIPPED, takes_request_seeds
 from tests.helpers import cli, verdicts
 
 DEVICE = resolve_device("auto")

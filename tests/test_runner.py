@@ -7,7 +7,7 @@ import torch
 
 from sampling_harness.device import resolve_device
 from sampling_harness.errors import KernelFailure
-from sampling_harness.families.loader import Kernel
+from sampling_harness.families.registry import Kernel
 from sampling_harness.run.runner import POISONS, OutOfMemoryFailure, Runner, poison_allocator
 from sampling_harness.seeds import derive_seed
 from sampling_harness.suites.sample.contract import validate_ids

@@ -291,7 +291,7 @@ def test_min_detectable_excess_is_where_the_upper_tail_rejects_with_the_power():
     rejects with probability 0.99; at 80 % of it, with less."""
     from scipy import stats
 
-    from sampling_harness.suites.rare_wins import min_detectable_excess
+    from sampling_harness.checks.rare_wins import min_detectable_excess
 
     n, p, alpha = 2**22, 1e-9, 1e-7
     excess = min_detectable_excess(n, p, alpha, 0.99)
@@ -320,7 +320,7 @@ def test_a_gpu_quick_tail_adds_the_float32_floor_scale():
 
     import torch
 
-    from sampling_harness.suites.rare_wins import LONG_ROW, SHORT_ROW, device_scales
+    from sampling_harness.checks.rare_wins import LONG_ROW, SHORT_ROW, device_scales
 
     gpu, cpu = (SimpleNamespace(device=torch.device(kind)) for kind in ("cuda", "cpu"))
     family = [(1e-2, LONG_ROW), (1e-4, LONG_ROW), (1e-6, LONG_ROW)]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from sampling_harness.commands import cli
+from sampling_harness.run import check_command
 from tests.helpers import ctrl_c_as_a_terminal_sends_it
 
 
@@ -68,7 +69,7 @@ def test_a_kernel_that_is_no_target_says_what_to_type(target, line):
 
 def test_kernel_names_errors_in_process():
     from sampling_harness.errors import HarnessError
-    from sampling_harness.families.loader import load
+    from sampling_harness.families.registry import load
 
     with pytest.raises(HarnessError) as raised:
         load("row-shfit", "sample")
@@ -91,7 +92,7 @@ def test_misspelt_names_get_the_closest_in_one_phrase():
     count says its noun once, in the singular for 1 (``counted``)."""
     from sampling_harness.errors import HarnessError
     from sampling_harness.families import FAMILIES
-    from sampling_harness.families.loader import load
+    from sampling_harness.families.registry import load
     from sampling_harness.words import counted, did_you_mean
 
     assert did_you_mean("sampel", FAMILIES) == "; did you mean 'sample'?"
@@ -161,7 +162,7 @@ def test_a_run_leaves_no_hypothesis_directory(tmp_path):
     an example database, observability logs: forced on here, as a check that does write
     there). A CLI run keeps them in a temporary directory of its own, removed afterwards."""
     env = {**os.environ, "HYPOTHESIS_EXPERIMENTAL_OBSERVABILITY": "1"}
-    env.pop(cli.HYPOTHESIS_STORAGE, None)
+    env.pop(check_command.HYPOTHESIS_STORAGE, None)
     done = run("check", "sample", "--kernel", "torch-fp64", "--device", "cpu", "--budget",
                "smoke", "-k", "test_fit_generated", "--report-dir", str(tmp_path / "report"),
                cwd=tmp_path, env=env)
@@ -177,15 +178,15 @@ def test_the_hypothesis_storage_is_the_runs_own_and_is_undone(monkeypatch, tmp_p
     user set is kept."""
     from hypothesis import configuration
 
-    monkeypatch.delenv(cli.HYPOTHESIS_STORAGE, raising=False)
+    monkeypatch.delenv(check_command.HYPOTHESIS_STORAGE, raising=False)
     before = configuration.storage_directory("x", intent_to_write=False).path
-    with cli._hypothesis_storage_elsewhere():
-        storage = os.environ[cli.HYPOTHESIS_STORAGE]
+    with check_command.hypothesis_storage_elsewhere():
+        storage = os.environ[check_command.HYPOTHESIS_STORAGE]
         inside = configuration.storage_directory("x", intent_to_write=False).path
         assert inside.parent == Path(storage) and os.path.isdir(storage)
-    assert cli.HYPOTHESIS_STORAGE not in os.environ and not os.path.exists(storage)
+    assert check_command.HYPOTHESIS_STORAGE not in os.environ and not os.path.exists(storage)
     assert configuration.storage_directory("x", intent_to_write=False).path == before
-    monkeypatch.setenv(cli.HYPOTHESIS_STORAGE, str(tmp_path))
-    with cli._hypothesis_storage_elsewhere():
-        assert os.environ[cli.HYPOTHESIS_STORAGE] == str(tmp_path)
-    assert os.environ[cli.HYPOTHESIS_STORAGE] == str(tmp_path)
+    monkeypatch.setenv(check_command.HYPOTHESIS_STORAGE, str(tmp_path))
+    with check_command.hypothesis_storage_elsewhere():
+        assert os.environ[check_command.HYPOTHESIS_STORAGE] == str(tmp_path)
+    assert os.environ[check_command.HYPOTHESIS_STORAGE] == str(tmp_path)

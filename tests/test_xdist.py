@@ -16,6 +16,7 @@ import pytest
 
 from sampling_harness.commands.cli import main
 from sampling_harness.errors import HarnessError
+from sampling_harness.options import RunOptions
 from sampling_harness.scale import xdist_gpus
 
 pytest.importorskip("xdist")
@@ -121,22 +122,25 @@ def test_workers_share_a_gpu(monkeypatch):
     with pytest.raises(HarnessError, match="must be >= 1"):
         xdist_gpus.worker_specs(1, "cuda", count=1, per_gpu=0)
     config = _config(harness_workers_per_gpu=4)
-    xdist_gpus.configure(config, "cpu")
+    xdist_gpus.configure(config, RunOptions.from_pytest(config), "cpu")
     assert len(config.option.tx) == 4 and config.option.dist == "worksteal"
 
 
 def _config(**options):
+    """A pytest config of these options (``--harness-isolation none``: one process unless
+    workers are asked for)."""
     values = {"harness_gpus": None, "harness_workers_per_gpu": None, "numprocesses": None,
-              "tx": [], "dist": "no", **options}
+              "harness_isolation": "none", "tx": [], "dist": "no", **options}
     return SimpleNamespace(option=SimpleNamespace(**values),
                            getoption=lambda name, default=None: values.get(name, default))
 
 
 def test_gpus_and_n_do_not_mix():
     with pytest.raises(pytest.UsageError, match="not both"):
-        xdist_gpus.configure(_config(harness_gpus=2, numprocesses=2), "cpu")
+        config = _config(harness_gpus=2, numprocesses=2)
+        xdist_gpus.configure(config, RunOptions.from_pytest(config), "cpu")
     config = _config(harness_gpus=2)
-    xdist_gpus.configure(config, "cpu")
+    xdist_gpus.configure(config, RunOptions.from_pytest(config), "cpu")
     assert len(config.option.tx) == 2 and config.option.dist == "worksteal"
 
 

@@ -48,8 +48,9 @@ from sampling_harness.bench.timing import Spread, profile_table, release, same_o
 from sampling_harness.device import resolve_device
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES
-from sampling_harness.families.loader import load
 from sampling_harness.families.registry import entries as registered
+from sampling_harness.families.registry import load
+from sampling_harness.options import RunOptions
 from sampling_harness.report.writers import atomic_write
 
 
@@ -79,9 +80,11 @@ class BenchOptions:
 
     @classmethod
     def from_args(cls, args, report_dir: Path) -> BenchOptions:
-        """The options of the CLI's ``bench`` namespace, writing to ``report_dir``."""
-        return cls(family=args.family, report_dir=Path(report_dir), kernels=tuple(args.kernel),
-                   device=args.device, shapes=tuple(args.shape), variants=tuple(args.ids),
+        """The options of the CLI's ``bench`` namespace, writing to ``report_dir`` (the run
+        options it shares with ``check``, ``--kernel`` and ``--device``, as ``RunOptions``)."""
+        shared = RunOptions.from_namespace(args)
+        return cls(family=args.family, report_dir=Path(report_dir), kernels=shared.kernel,
+                   device=shared.device, shapes=tuple(args.shape), variants=tuple(args.ids),
                    cuda_graph=args.cuda_graph, repeat=args.repeat, calls=args.calls,
                    launch=tuple(args.launch), ceiling=args.ceiling, profile=args.profile)
 

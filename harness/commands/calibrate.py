@@ -28,7 +28,7 @@ from pathlib import Path
 from sampling_harness.budgets import BUDGET_NAMES
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import family_names
-from sampling_harness.families.loader import load
+from sampling_harness.families.registry import load
 from sampling_harness.options import add_to_argparse, cli_args, positive
 from sampling_harness.report.schema import as_float, read_report
 
@@ -39,7 +39,8 @@ CONFIG = ("family", "kernel", "budget", "device", "select", "family_alpha",
 
 def add_arguments(parser) -> None:
     parser.add_argument("family", choices=family_names())
-    parser.add_argument("--kernel", required=True, metavar="TARGET")
+    add_to_argparse(parser, ("kernel",), kernel={"action": "store", "default": None,
+                                                 "required": True, "help": None})
     parser.add_argument("--runs", type=positive(int), required=True, metavar="N")
     add_to_argparse(parser, ("budget", "device"))
     parser.add_argument("--workers", type=positive(int), default=os.cpu_count() or 1, metavar="J")

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import family_names
-from sampling_harness.options import add_to_argparse, positive
+from sampling_harness.options import RunOptions, add_to_argparse, positive
 
 DEFAULT_MUTANTS = 20
 
@@ -89,21 +89,23 @@ def choose(count: int, wanted: int, seed: int, only: list[str]) -> list[int]:
     return sorted(random.Random(seed).sample(range(count), min(wanted, count)))
 
 
-def _workers(args, device) -> tuple[list[str], int]:
+def _workers(run: RunOptions, device) -> tuple[list[str], int]:
     """(GPUs, slots per GPU) on a GPU run; ([], workers) on a CPU run."""
     from sampling_harness.scale import xdist_gpus
 
     if device.type != "cuda":
-        return [], (args.gpus or 1) * (args.workers_per_gpu or 1)
+        return [], (run.gpus or 1) * (run.workers_per_gpu or 1)
     gpus = xdist_gpus.visible_gpus("cuda")
-    if (args.gpus or 1) > len(gpus):
-        raise HarnessError(f"--gpus {args.gpus} asked for, but torch sees {len(gpus)} GPUs")
-    return gpus[:args.gpus or 1], args.workers_per_gpu or xdist_gpus.default_workers_per_gpu()
+    if (run.gpus or 1) > len(gpus):
+        raise HarnessError(f"--gpus {run.gpus} asked for, but torch sees {len(gpus)} GPUs")
+    return gpus[:run.gpus or 1], run.workers_per_gpu or xdist_gpus.default_workers_per_gpu()
 
 
 def command_line(args) -> str:
-    words = ["sampling-harness", "mutate", args.family, "--kernel", args.kernel, "--budget",
-             args.budget, "--device", args.device, "--seed", str(args.seed)]
+    """The ``mutate`` command line that chooses the same mutants."""
+    run = RunOptions.from_namespace(args)
+    words = ["sampling-harness", "mutate", args.family, "--kernel", run.kernel[0], "--budget",
+             run.budget, "--device", run.device, "--seed", str(run.seed)]
     words += [w for name in args.only for w in ("--only", name)] if args.only else \
         ["--all"] if args.all else ["--mutants", str(args.mutants)]
     if args.mutant_seed is not None:
@@ -130,36 +132,38 @@ def run_reach(run) -> int:
 
 def run_mutate(args, report_dir: Path) -> int:
     from sampling_harness.device import resolve_device
-    from sampling_harness.families.loader import load
+    from sampling_harness.families.registry import load
     from sampling_harness.mutate import session
     from sampling_harness.mutate.reach import reach
     from sampling_harness.mutate.runs import Settings
     from sampling_harness.report.writers import writable
     from sampling_harness.scale import memory
 
-    device = resolve_device(args.device)
-    kernel = load(args.kernel, args.family, command="mutate")
+    run = RunOptions.from_namespace(args)     # the options it shares with check
+    target = run.kernel[0]
+    device = resolve_device(run.device)
+    kernel = load(target, args.family, command="mutate")
     if kernel.role != "kernel":
-        raise HarnessError(f"{args.kernel} is a {kernel.role}: mutate takes a kernel that "
+        raise HarnessError(f"{target} is a {kernel.role}: mutate takes a kernel that "
                            f"must pass every check")
     found = reach(kernel.fn)
     sites = found.sites()
     if not sites:
-        raise HarnessError(f"no mutation site in the source reachable from {args.kernel}")
+        raise HarnessError(f"no mutation site in the source reachable from {target}")
     if args.all and args.only:
         raise HarnessError("--all runs every site; --only names some: give one of them")
-    seed = args.seed if args.mutant_seed is None else args.mutant_seed
+    seed = run.seed if args.mutant_seed is None else args.mutant_seed
     chosen = choose(len(sites), len(sites) if args.all else args.mutants, seed, args.only)
-    gpus, per_gpu = _workers(args, device)
-    budget = args.memory_budget or (memory.default_budget(device, per_gpu)
-                                    if device.type == "cuda" else None)
-    settings = Settings(args.family, device.type, args.budget, args.seed, args.family_alpha,
-                        budget, args.call_timeout or 600.0, gpus, per_gpu)
-    print(f"mutate {args.family} / {args.kernel}: {len(sites)} sites in "
+    gpus, per_gpu = _workers(run, device)
+    budget = run.memory_budget or (memory.default_budget(device, per_gpu)
+                                   if device.type == "cuda" else None)
+    settings = Settings(args.family, device.type, run.budget, run.seed, run.family_alpha,
+                        budget, run.call_timeout or 600.0, gpus, per_gpu)
+    print(f"mutate {args.family} / {target}: {len(sites)} sites in "
           f"{len(found.units)} modules, "
           + ("the original alone (--reach)" if args.reach else
              f"{len(chosen)} mutants chosen (mutant seed {seed})") + "; "
-          f"budget {args.budget} on {device.type}, {settings.workers} worker"
+          f"budget {run.budget} on {device.type}, {settings.workers} worker"
           f"{'s' * (settings.workers != 1)}; reports under {report_dir}/", flush=True)
     if args.dry_run:
         return session.dry_run(found, sites, chosen)
@@ -167,20 +171,20 @@ def run_mutate(args, report_dir: Path) -> int:
     if args.reach:
         return run_reach(session.MutateRun(found, sites, settings, report_dir, {
             "family": args.family, "kernel": kernel.name, "target": kernel.target,
-            "budget": args.budget, "device": device.type, "harness_seed": args.seed},
+            "budget": run.budget, "device": device.type, "harness_seed": run.seed},
             time.perf_counter()))
     started = time.perf_counter()
     meta = {"family": args.family, "kernel": kernel.name, "target": kernel.target,
-            "budget": args.budget, "device": device.type, "harness_seed": args.seed,
+            "budget": run.budget, "device": device.type, "harness_seed": run.seed,
             "mutant_seed": seed, "sites": len(sites), "chosen": len(chosen),
             "workers": settings.workers, "command": command_line(args),
             "modules": found.files(), "complete": False}
-    run = session.MutateRun(found, sites, settings, report_dir, meta, started)
+    mutants = session.MutateRun(found, sites, settings, report_dir, meta, started)
     from sampling_harness.run.stop import sigterm_stops
 
     with sigterm_stops(deferred=False):
-        results = run.run(chosen, args.run_timeout, args.call_timeout)
-    rate = run.final_score().rate
+        results = mutants.run(chosen, args.run_timeout, run.call_timeout)
+    rate = mutants.final_score().rate
     if args.min_score is not None and rate is not None and 100 * rate < args.min_score:
         print(f"sampling-harness: the mutation score {100 * rate:.1f} % is below "
               f"--min-score {args.min_score:g}")

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES, declaring_files
-from sampling_harness.families.loader import load
-from sampling_harness.options import plugin_args
+from sampling_harness.families.registry import load
+from sampling_harness.options import TOOLS, RunOptions, add_to_argparse
 from sampling_harness.report.schema import CHECK_FIELDS, as_float, read_report, report_path
-from sampling_harness.run.sanitize import TOOLS, require_tool
+from sampling_harness.run.sanitize import require_tool
 from sampling_harness.words import counted, did_you_mean
 
 REL_TOL = 1e-9
@@ -32,9 +32,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("report", metavar="REPORT.json", help="a run's report.json (or its dir)")
     parser.add_argument("check", metavar="CHECK", help="the check's name in the report, e.g. "
                                                        "fit_curated or validity_memcheck")
-    parser.add_argument("--kernel", default=None, metavar="NAME",
-                        help="which kernel's verdict, when the report checked several")
-    parser.add_argument("--report-dir", default=None, help="default: reports/<timestamp>/")
+    add_to_argparse(parser, ("kernel", "report_dir"), kernel={
+        "action": "store", "default": None, "metavar": "NAME",
+        "help": "which kernel's verdict, when the report checked several"})
 
 
 def same_value(old, new, rel_tol: float = REL_TOL) -> bool:
@@ -105,12 +105,12 @@ def pytest_args(report: dict, verdict: dict, report_dir: Path) -> list[str]:
     import torch
 
     pinned = report["statistical_checks"]
-    return [check_node(verdict), *plugin_args({
-        "kernel": [verdict["target"]], "budget": report["budget"],
-        "device": torch.device(report["device"]).type, "seed": report["harness_seed"],
-        "family_alpha": float(report["family_alpha"]), "report_dir": report_dir,
-        "statistical_checks": pinned if pinned > 0 else None,   # 0: exact checks only
-        "sanitize": sanitizer(verdict)})]
+    return [check_node(verdict), *RunOptions(
+        kernel=(verdict["target"],), budget=report["budget"],
+        device=torch.device(report["device"]).type, seed=report["harness_seed"],
+        family_alpha=float(report["family_alpha"]), report_dir=report_dir,
+        statistical_checks=pinned if pinned > 0 else None,   # 0: exact checks only
+        sanitize=sanitizer(verdict)).plugin_args()]
 
 
 def _show(value) -> str:

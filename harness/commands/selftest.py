@@ -37,7 +37,7 @@ from sampling_harness.budgets import BUDGET_NAMES
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES, family_names
 from sampling_harness.families.registry import by_role, default_kernels
-from sampling_harness.options import add_to_argparse, cli_args, positive
+from sampling_harness.options import RunOptions, add_to_argparse, cli_args, positive
 from sampling_harness.report.schema import read_report
 from sampling_harness.words import counted
 
@@ -336,8 +336,9 @@ def run_selftest(args, out: Path) -> int:
     from sampling_harness.device import resolve_device
     from sampling_harness.report.writers import atomic_write, writable
 
-    device = resolve_device(args.device).type
-    cases = plan(args.family, device, args.budget, args.kernel)
+    run = RunOptions.from_namespace(args)      # --device, --budget, --kernel (mutants)
+    device = resolve_device(run.device).type
+    cases = plan(args.family, device, run.budget, run.kernel)
     writable(out)
     runs = [Batch((case,)) for case in cases if case.role == "clean" or case.skip] + \
         batches(cases)

@@ -12,8 +12,9 @@ import json
 from pathlib import Path
 
 # The engine's replaceable parts: part -> (family, default kernel). The engine's own table,
-# ``sampling_harness.engine.DEFAULT_PARTS``, spelt here too so that ``simulate --help`` does
-# not import the engine (torch); tests/test_help_imports.py keeps the two equal.
+# ``sampling_harness.suites.spec_decode.engine.DEFAULT_PARTS``, spelt here too so that
+# ``simulate --help`` does not import the engine: importing it runs the spec-decode suite's
+# __init__ (its checks, torch). tests/test_help_imports.py keeps the two equal.
 PARTS = {"proposer": ("spec-decode", "torch-proposer"),
          "handover": ("draft-probs", "torch-draft-probs"),
          "rejection": ("rejection", "torch-rejection"),
@@ -42,7 +43,8 @@ def run_simulate(args, report_dir: Path) -> int:
     import numpy as np
 
     from sampling_harness.device import resolve_device
-    from sampling_harness.engine import (
+    from sampling_harness.report.writers import atomic_write
+    from sampling_harness.suites.spec_decode.engine import (
         DEFAULT_PARTS,
         Engine,
         EngineConfig,
@@ -50,8 +52,7 @@ def run_simulate(args, report_dir: Path) -> int:
         parts,
         toy_models,
     )
-    from sampling_harness.engine.metrics import tme_and_bound
-    from sampling_harness.report.writers import atomic_write
+    from sampling_harness.suites.spec_decode.engine.metrics import tme_and_bound
 
     device = resolve_device(args.device)
     target, draft = toy_models(args.vocab, 2, args.seed)

@@ -60,7 +60,8 @@ class Check:
     many shapes and dtypes, so a compiled kernel (Triton) compiles a variant for each; with
     several workers such checks start first (the longest first: the run's wall time is not
     one late compile-bound check). The plugin makes one test item per check and kernel,
-    named ``test_<name>[<kernel>]``, marked from this declaration.
+    named ``test_<name>[<kernel>]``, and hands this ``Check`` itself to the check's context;
+    the item's marks, set from it, are for pytest's own selection (``-m``) alone.
     """
 
     name: str

@@ -1,6 +1,7 @@
 """``python -m sampling_harness.mutate.child check FAMILY ...``: one child run of ``mutate``.
 
-The ``check`` command as the CLI runs it, with what the environment asks for around it:
+The ``check`` command as the CLI runs it (``sampling_harness.run.check_command.main``), with
+what the environment asks for around it:
 
 * ``SAMPLING_HARNESS_MUTATE_RECORD`` (and for a mutant ``..._AGAINST``, ``..._ORIGINAL``):
   record or compare every kernel call (harness/mutate/recorder.py, added to the run's
@@ -32,8 +33,8 @@ def main(argv: list[str]) -> int:
         from sampling_harness.mutate import coverage
 
         coverage.install()
-    from sampling_harness.commands.cli import main as check
     from sampling_harness.mutate import recorder
+    from sampling_harness.run.check_command import main as check
 
     recorder.install()
     given = [p for p in os.environ.get("PYTEST_PLUGINS", "").split(",") if p.strip()]

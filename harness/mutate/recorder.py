@@ -197,7 +197,7 @@ class Recorder:
             return {"verdict": "untested", "reason": f"{type(exc).__name__}: {exc}"[:300]}
 
     def _original_fn(self):
-        from sampling_harness.families.loader import load
+        from sampling_harness.families.registry import load
 
         name, _, target = (self.original or "").partition("=")
         return load(target, name).fn

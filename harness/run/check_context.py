@@ -7,7 +7,8 @@ A check function ``check_fn(ctx) -> Outcome`` calls the kernel only through ``ct
 ``CheckContext.run`` turns what it returns or raises into a ``Verdict``: a kernel failure
 is a fail, anything else an error; under torchrun rank 0's verdict is the run's; a check
 whose harness work runs out of a shared GPU's memory is run again (it is seeded: the same
-batches, the same verdict). The pytest plugin (``sampling_harness.run.plugin``) makes one per check.
+batches, the same verdict). The pytest plugin (``sampling_harness.run.plugin``) makes one per check,
+handing it the declared ``Check`` itself (its test item's).
 """
 
 from __future__ import annotations
@@ -19,10 +20,9 @@ import pytest
 import torch
 
 from sampling_harness.errors import KernelFailure, KernelFault
-from sampling_harness.families import FAMILIES, declaring_files
-from sampling_harness.families.loader import Kernel
-from sampling_harness.families.registry import expectation
-from sampling_harness.options import plugin_args, reproduce_command
+from sampling_harness.families import FAMILIES, Check, declaring_files
+from sampling_harness.families.registry import Kernel, expectation
+from sampling_harness.options import RunOptions, reproduce_command
 from sampling_harness.run import faults
 from sampling_harness.run.progress import CheckProgress
 from sampling_harness.run.runner import OutOfMemoryFailure, Runner
@@ -38,13 +38,14 @@ class CheckContext:
 
     _progress: CheckProgress | None = None
 
-    def __init__(self, state: HarnessSession, kernel: Kernel, node: pytest.Item):
+    def __init__(self, state: HarnessSession, kernel: Kernel, check: Check, node: pytest.Item):
         self.state = state
         self.kernel = kernel
-        self.check_name = node.originalname.removeprefix("test_")
+        self.check = check
+        self.check_name = check.name
         self.sanitize = state.sanitize
         self.name = f"{self.check_name}_{self.sanitize}" if self.sanitize else self.check_name
-        self.statistical = node.get_closest_marker("statistical") is not None
+        self.statistical = check.statistical
         self.family = FAMILIES[kernel.family]
         self.budget = self.family.budgets[state.budget]
         self.device = state.device
@@ -89,10 +90,10 @@ class CheckContext:
         the smoke budget whatever the run's (every edge case, few draws: the tool slows
         each memory access by orders of magnitude)."""
         args = [str(declaring_files()[self.family.name]), "-q",
-                "-p", "no:cacheprovider", "-k", f"test_{self.check_name}", *plugin_args({
-                    "kernel": [self.kernel.target], "device": "cuda", "budget": "smoke",
-                    "seed": self.state.harness_seed, "call_timeout": self.state.call_timeout,
-                    "family_alpha": self.state.family_alpha})]
+                "-p", "no:cacheprovider", "-k", self.check.test_name, *RunOptions(
+                    kernel=(self.kernel.target,), device="cuda", budget="smoke",
+                    seed=self.state.harness_seed, call_timeout=self.state.call_timeout,
+                    family_alpha=self.state.family_alpha).plugin_args()]
         directory = (self.state.report_dir / "sanitize" /
                      f"{self.kernel.family}-{self.kernel.name}-{self.check_name}")
         return run_under_tool(self.sanitize, args, directory)

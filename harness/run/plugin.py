@@ -45,12 +45,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sampling_harness.options import DEFAULTS, add_to_pytest
+from sampling_harness.options import OPTIONS, RunOptions, add_to_pytest
 
 if TYPE_CHECKING:
     from sampling_harness.run.session import HarnessSession
 
 SESSION = pytest.StashKey["HarnessSession"]()
+OPTIONS_KEY = pytest.StashKey[RunOptions]()
 
 
 def pytest_addoption(parser):
@@ -84,11 +85,29 @@ def _declaring(path) -> tuple[str, str] | None:
     return declarations().get(Path(os.path.realpath(path)))
 
 
+def run_options(config) -> RunOptions:
+    """The run's options, built once from pytest's config (its ``--harness-*`` options) and
+    kept in its stash: what the session, the hooks and xdist's set-up read."""
+    if OPTIONS_KEY not in config.stash:
+        config.stash[OPTIONS_KEY] = RunOptions.from_pytest(config)
+    return config.stash[OPTIONS_KEY]
+
+
+def hand_on(config, options: RunOptions) -> None:
+    """Keep ``options`` as the run's (the session resolved some of them: the memory budget),
+    also in pytest's option namespace, which xdist hands to its workers."""
+    config.stash[OPTIONS_KEY] = options
+    for option in OPTIONS:
+        if not option.cli_only:
+            value = getattr(options, option.dest)
+            setattr(config.option, option.plugin_dest,
+                    list(value) if option.repeatable else value)
+
+
 def selected(config) -> bool:
     """The run selects the harness: one of its options is given (a value other than the
     default), or it was already activated."""
-    return SESSION in config.stash or any(
-        config.getoption(dest) != default for dest, default in DEFAULTS.items())
+    return SESSION in config.stash or run_options(config).given()
 
 
 def activate(config) -> HarnessSession:
@@ -109,18 +128,19 @@ def activate(config) -> HarnessSession:
     config.addinivalue_line("markers", "gpu: a check that runs on a CUDA device only")
     config.addinivalue_line("markers", "many_shapes: a check whose batches bring many shapes "
                             "(started first by xdist workers)")
-    state = config.stash[SESSION] = HarnessSession(config)
+    state = config.stash[SESSION] = HarnessSession(config, run_options(config))
+    hand_on(config, state.options)
     config.pluginmanager.register(state, "sampling-harness-session")
     if getattr(getattr(state, "device", None), "type", None) == "cuda":
         precompile.settle_cache_keys()       # one Triton cache key per variant in every process
     if state.controller:   # total, order
         config.pluginmanager.register(xdist_gpus.Controller(state), "sampling-harness-xdist")
-        if xdist_gpus.isolating(config):     # a worker that dies: its check's verdict
+        if xdist_gpus.isolating(config, state.options):   # a worker that dies: its verdict
             from sampling_harness.run.crashes import Crashes
 
             config.pluginmanager.register(Crashes(config), "sampling-harness-crashes")
     if xdist_gpus.is_worker(config):
-        xdist_gpus.share_gpu_memory(config, getattr(state, "device", None))
+        xdist_gpus.share_gpu_memory(config, state.options, getattr(state, "device", None))
         folder = config.workerinput.get("sampling_harness_faults")
         if folder is not None:               # what it does, written down before it does it
             from sampling_harness.run import faults
@@ -166,7 +186,9 @@ class FamilyChecks(pytest.Module):
 
 
 class CheckItem(pytest.Item):
-    """One declared check of one kernel: runs ``check.function`` through a ``CheckContext``."""
+    """One declared check of one kernel: runs ``check.function`` through a ``CheckContext``,
+    which gets the declared ``Check`` itself (``self.check``). The marks are for pytest's own
+    selection (``-m statistical``) and xdist's schedule; the harness reads the ``Check``."""
 
     def __init__(self, *, check, kernel, **kwargs):
         super().__init__(**kwargs)
@@ -181,7 +203,8 @@ class CheckItem(pytest.Item):
     def runtest(self):
         from sampling_harness.run.check_context import CheckContext
 
-        CheckContext(activate(self.config), self.kernel, self).run(self.check.function)
+        CheckContext(activate(self.config), self.kernel, self.check, self).run(
+            self.check.function)
 
     def reportinfo(self):
         return self.path, None, f"{self.kernel.family} / {self.kernel.name} / {self.check.name}"
@@ -241,10 +264,10 @@ def pytest_cmdline_main(config):
         from sampling_harness.scale import xdist_gpus
 
         try:
-            device = resolve_device(config.getoption("harness_device"))
+            device = resolve_device(run_options(config).device)
         except HarnessError as exc:
             raise pytest.UsageError(str(exc)) from None
-        xdist_gpus.configure(config, device.type)
+        xdist_gpus.configure(config, run_options(config), device.type)
 
 
 def pytest_unconfigure(config):
@@ -269,8 +292,7 @@ def pytest_collection_modifyitems(session, config, items):
                              int(config.workerinput.get("workercount", 1)),
                              durations.measured(state.device.type, state.budget))
     state.statistical_checks = state.pinned_checks or sum(
-        _is_check(item) and item.get_closest_marker("statistical") is not None
-        for item in items)
+        _is_check(item) and item.check.statistical for item in items)
     if state.sanitize:
         keep, drop = [], []
         for item in items:
@@ -288,7 +310,7 @@ def pytest_collection_finish(session):
 
 def pytest_runtest_setup(item):
     state = _state(item.config)
-    if state is not None and item.get_closest_marker("gpu") is not None and _is_check(item):
+    if state is not None and _is_check(item) and item.check.gpu:
         if state.device.type != "cuda":
             from sampling_harness.scale import xdist_gpus
 

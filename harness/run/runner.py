@@ -26,7 +26,7 @@ import torch
 
 from sampling_harness.errors import KernelFailure, KernelFault
 from sampling_harness.families import FAMILIES, Family
-from sampling_harness.families.loader import Kernel
+from sampling_harness.families.registry import Kernel
 from sampling_harness.run import faults
 from sampling_harness.run.guard import check_guards, guarded_copy
 from sampling_harness.run.isolation import CapturedStdout, TorchState

@@ -26,14 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sampling_harness.errors import HarnessError
+from sampling_harness.options import TOOLS
 from sampling_harness.verdict import Outcome
 
-# torch loads when a tool is asked for: TOOLS is read (through the options table) by the
-# pytest plugin of every run in the environment, which must stay light
-if TYPE_CHECKING:
+if TYPE_CHECKING:     # torch loads when a tool is asked for
     import torch
 
-TOOLS = ("memcheck", "initcheck", "racecheck")
 TOOL_OPTIONS = {"memcheck": ("--leak-check", "no", "--padding", "1024"),
                 "initcheck": (), "racecheck": ("--racecheck-report", "hazard")}
 CHILD_TIMEOUT = 1800.0

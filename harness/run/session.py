@@ -4,6 +4,7 @@ verdicts so far, where and by whom reports are written (see ``HarnessSession``).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -13,8 +14,8 @@ import torch
 from sampling_harness.device import resolve_device
 from sampling_harness.errors import HarnessError
 from sampling_harness.families import declaring_files
-from sampling_harness.families.loader import Kernel, load
-from sampling_harness.families.registry import default_kernels
+from sampling_harness.families.registry import Kernel, default_kernels, load
+from sampling_harness.options import RunOptions
 from sampling_harness.report.writers import writable, write_all
 from sampling_harness.run.terminal import one_line, summary_lines
 from sampling_harness.scale import distributed, memory, xdist_gpus
@@ -31,52 +32,51 @@ class HarnessSession:
     rank 0
     (every rank runs the selection, ``sampling_harness.scale.distributed``)."""
 
-    def __init__(self, config: pytest.Config):
-        opt = config.getoption
+    def __init__(self, config: pytest.Config, options: RunOptions):
+        """``options``: the run's, built once from ``config`` (``plugin.run_options``)."""
         self.rootpath = config.rootpath
         self.worker = xdist_gpus.is_worker(config)
         self.controller = xdist_gpus.distributing(config)
-        self.workers = len(opt("tx", None) or ()) if self.controller else None
+        self.workers = len(config.getoption("tx", None) or ()) if self.controller else None
         try:
-            self.device = resolve_device(opt("harness_device"))
+            self.device = resolve_device(options.device)
             launch = distributed.launch_env()
+            options = options.resolve(torchrun=launch is not None, plugin=True,
+                                      xdist=self.worker or self.controller)
             self.shard = distributed.SINGLE
             self.owns_group = False
             if launch is not None:
-                if self.worker or self.controller or (opt("harness_gpus") or 1) > 1:
-                    raise HarnessError("--harness-gpus (pytest-xdist) and torchrun do not mix: "
-                                       "spread independent checks or shard one, not both")
-                if opt("harness_sanitize"):
-                    raise HarnessError("--harness-sanitize does not run under torchrun")
                 self.owns_group = not distributed.initialized()
-                self.shard = distributed.init(launch, self.device.type, opt("harness_call_timeout"))
+                self.shard = distributed.init(launch, self.device.type, options.call_timeout)
                 if self.device.type == "cuda":
                     self.device = torch.device("cuda", launch.local_rank)
         except HarnessError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.writes = not self.worker and self.shard.rank == 0
-        self.budget: str = opt("harness_budget")      # every value checked by its parser
-        self.targets: list[str] = opt("harness_kernel")
-        self.harness_seed: int = opt("harness_seed")
-        self.call_timeout: float = opt("harness_call_timeout")
-        self.family_alpha: float = opt("harness_family_alpha")
-        self.sanitize: str | None = opt("harness_sanitize")
+        per_gpu = options.workers_per_gpu or 1
         # bytes one check's calls may use (harness/scale/memory.py): resolved once, by the
         # process that starts the workers (xdist hands its options to them), the same on
         # every rank of a torchrun
-        self.memory_budget: int = opt("harness_memory_budget") or distributed.agree(
-            memory.default_budget(self.device, opt("harness_workers_per_gpu") or 1), self.shard)
-        config.option.harness_memory_budget = self.memory_budget
+        if options.memory_budget is None:
+            options = replace(options, memory_budget=distributed.agree(
+                memory.default_budget(self.device, per_gpu), self.shard))
+        self.options = options                          # every value checked by its parser
+        self.budget: str = options.budget
+        self.targets: tuple[str, ...] = options.kernel
+        self.harness_seed: int = options.seed
+        self.call_timeout: float = options.call_timeout
+        self.family_alpha: float = options.family_alpha
+        self.sanitize: str | None = options.sanitize
+        self.memory_budget: int = options.memory_budget
         # what the run was granted on its device in all: the most one call may take (a check
         # with a fixed batch larger than its share borrows; admission turns a clash into a
         # turn alone on the GPU)
-        self.memory_pool: int = self.memory_budget * (opt("harness_workers_per_gpu") or 1)
+        self.memory_pool: int = self.memory_budget * per_gpu
         # the terminal: each check once, on its numbered line, and the harness's summary;
         # pytest's own sections of the checks only when asked (-v, --harness-pytest-output)
-        self.quiet = opt("harness_pytest_output") != "full" and (
-            config.option.verbose or 0) <= 0
-        self.pinned_checks: int | None = opt("harness_statistical_checks")
-        self.report_dir = Path(opt("harness_report_dir") or distributed.agree(
+        self.quiet = options.pytest_output != "full" and (config.option.verbose or 0) <= 0
+        self.pinned_checks: int | None = options.statistical_checks
+        self.report_dir = Path(options.report_dir or distributed.agree(
             Path("reports") / datetime.now().strftime("%Y%m%d-%H%M%S"), self.shard))
         try:
             if self.writes:

@@ -70,10 +70,11 @@ def visible_gpus(device_type: str, count: int | None = None) -> list[str]:
     return listed[:count] if listed else [str(i) for i in range(count)]
 
 
-def workers(config: pytest.Config) -> int:
-    """How many xdist workers ``--harness-gpus`` and ``--harness-workers-per-gpu`` ask for."""
-    return (config.getoption("harness_gpus") or 1) * (
-        config.getoption("harness_workers_per_gpu") or 1)
+def workers(options) -> int:
+    """How many xdist workers ``--harness-gpus`` and ``--harness-workers-per-gpu`` ask for
+    (``options``: the run's ``sampling_harness.options.RunOptions``, as in the functions
+    below)."""
+    return (options.gpus or 1) * (options.workers_per_gpu or 1)
 
 
 def worker_specs(gpus: int, device_type: str, count: int | None = None,
@@ -104,13 +105,12 @@ def worker_specs(gpus: int, device_type: str, count: int | None = None,
             for i in range(total)]
 
 
-def configure(config: pytest.Config, device_type: str) -> None:
+def configure(config: pytest.Config, options, device_type: str) -> None:
     """(Controller, from ``pytest_cmdline_main``, before xdist reads its options.) Turn
     ``--harness-gpus N`` and ``--harness-workers-per-gpu W`` into N * W pinned xdist
     workers."""
-    gpus, per_gpu = (config.getoption(name) for name in ("harness_gpus",
-                                                          "harness_workers_per_gpu"))
-    isolated = isolating(config)
+    gpus, per_gpu = options.gpus, options.workers_per_gpu
+    isolated = isolating(config, options)
     if (gpus is None and per_gpu is None and not isolated) or is_worker(config):
         return
     if config.getoption("numprocesses", None) or config.getoption("tx", None):
@@ -118,7 +118,7 @@ def configure(config: pytest.Config, device_type: str) -> None:
             return               # the user's own xdist workers isolate the checks already
         raise pytest.UsageError("give --harness-gpus N / --harness-workers-per-gpu W or "
                                 "xdist's -n/--tx, not both")
-    if workers(config) == 1 and not isolated:   # one process on the default device
+    if workers(options) == 1 and not isolated:   # one process on the default device
         return
     try:
         config.option.tx = worker_specs(gpus or 1, device_type, per_gpu=per_gpu or 1)
@@ -142,14 +142,14 @@ class SharedGpu:
         torch.cuda.empty_cache()
 
 
-def share_gpu_memory(config: pytest.Config, device) -> None:
+def share_gpu_memory(config: pytest.Config, options, device) -> None:
     """(A worker.) Release cached memory after each check when W > 1 workers share a GPU."""
-    per_gpu = config.getoption("harness_workers_per_gpu") or 1
+    per_gpu = options.workers_per_gpu or 1
     if per_gpu > 1 and device is not None and device.type == "cuda":
         config.pluginmanager.register(SharedGpu(), "sampling-harness-shared-gpu")
 
 
-def isolating(config: pytest.Config) -> bool:
+def isolating(config: pytest.Config, options) -> bool:
     """The checks run in worker processes (``--isolation worker``, the default, where xdist
     is installed; not under torchrun, whose ranks run a sharded check's collectives together,
     nor a --collect-only run)."""
@@ -159,7 +159,7 @@ def isolating(config: pytest.Config) -> bool:
         launched = launch_env() is not None
     except HarnessError:       # said as a usage error when the session starts
         launched = True
-    return config.getoption("harness_isolation", "none") == "worker" and installed() \
+    return options.isolation == "worker" and installed() \
         and not launched and not config.option.collectonly
 
 

@@ -1,7 +1,12 @@
-"""Hypothesis strategies, one module per family's inputs, composed from small named pieces.
+"""Hypothesis strategies that several families draw from, composed from small named pieces,
+and the seeded runner of every check's Hypothesis examples.
 
-``probs``: probability rows and tables (family ``sample``); ``rejection``: ragged batches of
-target and draft laws (family ``rejection``).
+``probs``: probability rows and tables (``sample``; ``normalised`` and the row pieces under
+every other module); ``rejection``: ragged batches of target and draft laws (``rejection``;
+``repaired`` for ``tree-rejection``); ``logits``: logit rows and sampling settings
+(``logprobs`` and ``sample-logits``); ``seeded``: ``each_example``, the examples of a
+strategy as a function of the check's seed alone. A strategy one family alone draws from
+lives in that family's suite (suites/<family>/strategies.py).
 """
 
 from sampling_harness.strategies.probs import (  # noqa: F401  (the names suites import)

@@ -7,12 +7,21 @@ process happened to import before the check (other families' checks, the kernels
 run, a user's own kernel module) and on how the project is installed (editable or not):
 ``reproduce`` would not redraw the batches of the run it reproduces. ``examples`` runs a
 check's Hypothesis test with that pool empty; Hypothesis's built-in constants stay.
+
+``each_example`` is the one runner of the checks: ``count`` examples of a strategy, drawn in
+the generate phase alone (no shrinking, no database, no deadline, no health check), from a
+Hypothesis random seeded by the check's seed, so that a run and its ``reproduce`` draw the
+same examples in the same order.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.strategies import SearchStrategy
 
 
 @contextlib.contextmanager
@@ -40,3 +49,17 @@ def examples(test) -> None:
     from the strategies and the check's seed only."""
     with without_local_constants():
         test()
+
+
+def each_example(seed: int, count: int, strategy: SearchStrategy, each: Callable) -> None:
+    """Call ``each(value)`` on ``count`` values drawn from ``strategy``, in Hypothesis's
+    order, as a function of ``seed`` alone (Hypothesis's first example is its simplest)."""
+
+    @hypothesis_seed(seed)
+    @settings(max_examples=count, phases=[Phase.generate], database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(value=strategy)
+    def one(value):
+        each(value)
+
+    examples(one)

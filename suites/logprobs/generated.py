@@ -6,11 +6,8 @@ check's seed, so a run is repeatable."""
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
-
 from sampling_harness.strategies.logits import logprob_batches
-from sampling_harness.strategies.seeded import examples
+from sampling_harness.strategies.seeded import each_example
 from sampling_harness.suites.logprobs.runs import run_modes, summarise
 from sampling_harness.verdict import Outcome
 
@@ -18,14 +15,11 @@ from sampling_harness.verdict import Outcome
 def generated(ctx) -> Outcome:
     records: list[dict] = []
 
-    @hypothesis_seed(ctx.seed)
-    @settings(max_examples=ctx.budget.generated_batches, phases=[Phase.generate],
-              database=None, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(batch=logprob_batches(ctx.budget.generated_max_vocab))
     def one_batch(batch):
         records.extend(run_modes(ctx, f"generated-{len(records) // 4}", batch))
 
-    examples(one_batch)
+    each_example(ctx.seed, ctx.budget.generated_batches,
+                 logprob_batches(ctx.budget.generated_max_vocab), one_batch)
     return summarise(records, ("values", "ranks"),
                      "absolute error of a value beyond its float32 bound (largest bound "
                      "shown), or a rank off its range", tme_test=True)

@@ -5,7 +5,7 @@ that must catch them. The plugin makes the test items, the self-test its runs, a
 ``sampling_harness.families``)."""
 
 from sampling_harness.families import BenchSpec, Check, Family, Mutant
-from sampling_harness.suites.peers import flashinfer
+from sampling_harness.families.peers import flashinfer
 from sampling_harness.suites.rejection import (
     acceptance,
     acceptance_tail,

@@ -24,12 +24,12 @@ import math
 import numpy as np
 from scipy import optimize
 
+from sampling_harness.checks.fits import law_test, laws_outcome
 from sampling_harness.reference.rejection import acceptance_length_law, acceptance_probs
 from sampling_harness.report.plots import lengths_plot
 from sampling_harness.stats.chisquare import noncentrality_for_power, pool_bins, pooled
 from sampling_harness.stats.multiple import bonferroni
 from sampling_harness.suites.rejection.draws import tally
-from sampling_harness.suites.rejection.lawtest import law_test, outcome
 from sampling_harness.suites.rejection.requests import CURATED, build
 
 CERTAIN = 1e-9    # 1 - P(A = n) below this is p = q up to float64 rounding: A = n for certain
@@ -117,10 +117,10 @@ def acceptance_length(ctx):
                       plot=lengths_plot(f"acceptance length of {names[b]}", tables[b].sum(1),
                                         acceptance_length_law(a), record["p_value"]))
         results.append(record)
-    result = outcome(ctx, results, alpha,
-                     f"relative drop of every acceptance probability (target "
-                     f"{budget.accept_shift:g})", draws * len(alphas),
-                     mde=max(r["min_detectable_shift"] for r in results),
-                     describe=lambda r: f"A = {r['worst_cell']}")
+    result = laws_outcome(ctx, results, alpha,
+                          f"relative drop of every acceptance probability (target "
+                          f"{budget.accept_shift:g})", draws * len(alphas),
+                          mde=max(r["min_detectable_shift"] for r in results),
+                          describe=lambda r: f"A = {r['worst_cell']}")
     result.message += rate_note(results)
     return result

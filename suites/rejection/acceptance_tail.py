@@ -7,7 +7,7 @@ accepts d with probability a = p(d) / q(d), computed in float64 from the float32
 is given (u q < p with a 53-bit u: exact up to 2^-53). A rejected d emits the other token
 (the residual's only support; the runner checks that exactly). The accepted count in n
 requests is Binomial(n, a), tested by the exact, equal-tailed, group-sequential test of
-suites/rare_wins.py (looks at 1/8, 1/4, 1/2 and all of the planned requests, each at
+harness/checks/rare_wins.py (looks at 1/8, 1/4, 1/2 and all of the planned requests, each at
 alpha / 4, Bonferroni over the ratios).
 
 Two failure modes of a low-resolution acceptance uniform u, both seen in the lower tail:
@@ -46,13 +46,13 @@ import math
 import numpy as np
 import torch
 
-from sampling_harness.stats.binomial import min_detectable_rate
-from sampling_harness.suites.rare_wins import (
+from sampling_harness.checks.rare_wins import (
     scale_record,
     scale_sweep,
     sequential_wins,
     tail_outcome,
 )
+from sampling_harness.stats.binomial import min_detectable_rate
 from sampling_harness.verdict import Outcome
 
 VOCAB = 2

@@ -1,4 +1,4 @@
-"""Batch invariance of family ``rejection``: exact (suites/batch_invariance.py).
+"""Batch invariance of family ``rejection``: exact (harness/checks/batch_invariance.py).
 
 A request is its drafts (0 to 4), their draft and target rows, its bonus token and greedy
 flag. Draft and target laws are independent flat Dirichlet rows over small vocabularies, so
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from sampling_harness.suites.batch_invariance import SPREAD_TOKENS, Adapter, invariance
+from sampling_harness.checks.batch_invariance import SPREAD_TOKENS, Adapter, invariance
 
 VOCABS = (2, 5, 13, 40)
 MAX_DRAFTS = 4

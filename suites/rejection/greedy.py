@@ -3,10 +3,10 @@
 A greedy request accepts draft d_i iff d_i = argmax p_i, the lowest index on ties, and at
 the first mismatch emits that argmax; after n matches, the bonus token. The output is a
 function of the inputs alone, so every greedy row must equal the reference's
-(reference/rejection.py ``greedy_output``) exactly, in batches where greedy and random
-requests are mixed, with draft probs and without, with zero-draft requests, and with exact
-ties at the maximum (drafts at each tied token: only the lowest index is accepted). Each
-batch is called twice under two allocator poisons, as in validity.
+(reference/rejection.py ``greedy_output``) exactly (harness/checks/greedy.py), in batches
+where greedy and random requests are mixed, with draft probs and without, with zero-draft
+requests, and with exact ties at the maximum (drafts at each tied token: only the lowest
+index is accepted). Each batch is called twice under two allocator poisons, as in validity.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from sampling_harness.checks.greedy import greedy_equal
 from sampling_harness.reference.rejection import RejectionLaws, greedy_output
 from sampling_harness.suites.rejection.draws import batch_inputs
 from sampling_harness.suites.rejection.requests import CURATED, build
@@ -53,19 +54,14 @@ def batches(seed: int) -> dict[str, RejectionLaws]:
 
 
 def greedy(ctx) -> Outcome:
-    seeds, compared = ctx.seeds(), 0
-    for name, laws in batches(ctx.seed).items():
-        drafts = torch.as_tensor(laws.fixed_drafts)
-        out = ctx.runner.call_twice(batch_inputs(laws, drafts, 1, ctx.device),
-                                   next(seeds)).cpu()
-        width = out.shape[1]
-        for b in np.flatnonzero(laws.greedy):
+    """Every greedy request of ``batches`` equals the reference's ``greedy_output``."""
+
+    def compared(name: str, laws: RejectionLaws):
+        def expected(b: int, width: int) -> np.ndarray:
             target, _, fixed, bonus, _ = laws.request(b)
-            expected = greedy_output(target, fixed, bonus, width)
-            if not np.array_equal(out[b].numpy(), expected):
-                return Outcome(False, f"{name}: greedy request {b} returned "
-                                      f"{out[b].tolist()}, expected {expected.tolist()}")
-            compared += 1
-    return Outcome(True, f"{compared} greedy requests equal the reference exactly",
-                   samples=compared, min_detectable_effect=1.0,
-                   effect="wrong greedy rows (any one fails)")
+            return greedy_output(target, fixed, bonus, width)
+
+        inputs = batch_inputs(laws, torch.as_tensor(laws.fixed_drafts), 1, ctx.device)
+        return name, inputs, np.flatnonzero(laws.greedy), expected
+
+    return greedy_equal(ctx, (compared(name, laws) for name, laws in batches(ctx.seed).items()))

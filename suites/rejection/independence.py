@@ -15,11 +15,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from sampling_harness.checks.independence import pairings, pairings_outcome, support_index
 from sampling_harness.reference.rejection import RejectionLaws, joint_law
-from sampling_harness.stats.independence import pair_tests, pairings_verdict
+from sampling_harness.stats.independence import pair_tests
 from sampling_harness.stats.multiple import bonferroni
 from sampling_harness.suites.rejection.draws import accepted_and_emitted, batch_inputs
-from sampling_harness.verdict import Outcome
 
 VOCAB = 3
 LAW = RejectionLaws(
@@ -29,20 +29,11 @@ LAW = RejectionLaws(
     greedy=np.array([False]), fixed_drafts=np.array([0, 1], dtype=np.int64))
 
 
-def pairings(a: torch.Tensor, b: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    return {"adjacent requests": (a[0::2], a[1::2]),
-            "same request, seeds s, s+1": (a, b),
-            "request i+1 at s, i at s+1": (a[1:], b[:-1]),
-            "request i at s, i+1 at s+1": (a[:-1], b[1:])}
-
-
 def independence(ctx):
     pairs, seed = ctx.budget.pairs, ctx.seed
     law = joint_law(*[LAW.request(0)[k] for k in (0, 1)], LAW.bonus[0], LAW.fixed_drafts)
     support = np.flatnonzero(law.ravel() > 0)
-    to_support = torch.full((law.size,), -1, dtype=torch.int64, device=ctx.device)
-    to_support[torch.as_tensor(support, device=ctx.device)] = torch.arange(
-        support.size, device=ctx.device)
+    to_support = support_index(support, law.size, ctx.device)
     drafts = torch.as_tensor(LAW.fixed_drafts).repeat(pairs)
     inputs = batch_inputs(LAW, drafts, pairs, ctx.device)
     outcomes = []
@@ -51,14 +42,10 @@ def independence(ctx):
         outcomes.append(to_support[accepted * VOCAB + emitted])
     alpha = bonferroni(ctx.alpha, 2 * 4)
     results = []
-    for name, (x, y) in pairings(*outcomes).items():
+    for name, (x, y) in pairings(*outcomes, unit="request").items():
         r = pair_tests(x.cpu().numpy(), y.cpu().numpy(), law.ravel()[support], alpha,
                        ctx.budget.power)
         results.append({"pairing": name, **r})
-    passed, message, p_value = pairings_verdict(results, alpha)
-    return Outcome(passed, message, statistic=max(r["joint_chi2"] for r in results),
-                   p_value=p_value, alpha=ctx.alpha, samples=2 * pairs,
-                   min_detectable_effect=max(r["min_detectable_agreement"] for r in results),
-                   effect="agreement rate P(Z = Z') of two requests' outcomes (A, Y) "
-                          "(independent: sum P(z)^2 = 0.264)",
-                   details={"pairings": results, "alpha_per_test": alpha})
+    return pairings_outcome(ctx, results, 2 * pairs, alpha,
+                            effect="agreement rate P(Z = Z') of two requests' outcomes (A, Y) "
+                                   "(independent: sum P(z)^2 = 0.264)")

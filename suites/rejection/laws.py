@@ -19,17 +19,15 @@ shapes). Alpha: the check's share, split (Bonferroni) over the requests tested.
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
+from sampling_harness.checks.fits import law_test, laws_outcome
 from sampling_harness.reference.rejection import RejectionLaws, joint_law
 from sampling_harness.stats.chisquare import planned_samples
 from sampling_harness.stats.multiple import bonferroni
 from sampling_harness.strategies.rejection import rejection_laws
-from sampling_harness.strategies.seeded import examples
+from sampling_harness.strategies.seeded import each_example
 from sampling_harness.suites.rejection.draws import tally
-from sampling_harness.suites.rejection.lawtest import law_test, outcome
 from sampling_harness.suites.rejection.requests import CURATED, build
 
 EFFECT = "total variation of the (accepted length, emitted token) law on its pooled cells"
@@ -64,8 +62,8 @@ def run(ctx, batches) -> object:
     tested = sum(len(request_laws(laws)) for _, laws in batches)
     alpha = bonferroni(ctx.alpha, max(1, tested))
     results = tally_and_test(ctx, batches, alpha)
-    return outcome(ctx, results, alpha, EFFECT, sum(r["draws"] for r in results),
-                   describe=lambda r: f"(A, Y) = {divmod(r['worst_cell'], r['vocab'])}")
+    return laws_outcome(ctx, results, alpha, EFFECT, sum(r["draws"] for r in results),
+                        describe=lambda r: f"(A, Y) = {divmod(r['worst_cell'], r['vocab'])}")
 
 
 def joint(ctx):
@@ -97,12 +95,9 @@ def law_generated(ctx):
     """Hypothesis draws the batches (seeded by the check's seed, so a run is repeatable)."""
     budget, batches = ctx.budget, []
 
-    @hypothesis_seed(ctx.seed)
-    @settings(max_examples=budget.generated_batches, phases=[Phase.generate], database=None,
-              deadline=None, suppress_health_check=list(HealthCheck))
-    @given(laws=generated_batches(budget.generated_max_vocab))
     def one_batch(laws):
         batches.append(([f"generated-{len(batches)}.{b}" for b in range(laws.batch)], laws))
 
-    examples(one_batch)
+    each_example(ctx.seed, budget.generated_batches,
+                 generated_batches(budget.generated_max_vocab), one_batch)
     return run(ctx, batches)

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import math
 
+from sampling_harness.checks.fits import law_test, laws_outcome
 from sampling_harness.reference.rejection import slot_marginals
 from sampling_harness.stats.chisquare import planned_samples
 from sampling_harness.stats.multiple import bonferroni
 from sampling_harness.suites.rejection.draws import tally
-from sampling_harness.suites.rejection.lawtest import law_test, outcome
 from sampling_harness.suites.rejection.requests import build
 
 MAX_BINS = 32
@@ -52,9 +52,9 @@ def marginal(ctx):
                                        alpha, budget.power, max_bins=max_bins),
                             "test": test})
     coarse = [r for r in results if r["test"] == "coarse"]
-    return outcome(ctx, results, alpha,
-                   f"total variation of a slot's token law on <= {MAX_BINS} equal-mass bins "
-                   f"(target {budget.marginal_tv:g}, V = {vocab})",
-                   sum(r["draws"] for r in coarse),
-                   mde=max(r["min_detectable_tv"] for r in coarse),
-                   describe=lambda r: f"token {r['worst_cell']}")
+    return laws_outcome(ctx, results, alpha,
+                        f"total variation of a slot's token law on <= {MAX_BINS} equal-mass bins "
+                        f"(target {budget.marginal_tv:g}, V = {vocab})",
+                        sum(r["draws"] for r in coarse),
+                        mde=max(r["min_detectable_tv"] for r in coarse),
+                        describe=lambda r: f"token {r['worst_cell']}")

@@ -10,7 +10,7 @@ w(head) = p(head) - 1/2 (exact in float32 by Sterbenz), w(rare) = p(rare), w(d) 
 residual law is sampling_harness.reference.rejection.residual of those float32 values, in float64.
 
 The count of rare recovered tokens in n requests is Binomial(n, R), R the residual's exact
-rare mass, tested by the exact, equal-tailed, group-sequential test of suites/rare_wins.py
+rare mass, tested by the exact, equal-tailed, group-sequential test of harness/checks/rare_wins.py
 (looks at 1/8, 1/4, 1/2 and all of the planned requests, each at alpha / 4, Bonferroni over
 the scales). The planned n makes the expected rare tokens ``budget.tail_expected``. A race on
 float32 exponential noise (floor 2^-24 on CUDA, the recovered-token race vLLM moved to
@@ -23,14 +23,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from sampling_harness.reference.rejection import residual
-from sampling_harness.suites.rare_wins import (
+from sampling_harness.checks.rare_wins import (
     LONG_ROW,
     scale_label,
     scale_sweep,
     tail_outcome,
+    tail_row,
 )
-from sampling_harness.suites.sample.distributions import tail_row
+from sampling_harness.reference.rejection import residual
 from sampling_harness.verdict import Outcome
 
 

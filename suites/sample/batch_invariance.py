@@ -1,4 +1,4 @@
-"""Batch invariance of family ``sample``: exact (suites/batch_invariance.py).
+"""Batch invariance of family ``sample``: exact (harness/checks/batch_invariance.py).
 
 A request is one row of probs. Rows are diffuse (flat Dirichlet weights, some tokens zeroed)
 over small vocabularies, so a row whose noise moves draws another token with probability
@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from sampling_harness.checks.batch_invariance import SPREAD_TOKENS, Adapter, invariance
 from sampling_harness.strategies import normalised
-from sampling_harness.suites.batch_invariance import SPREAD_TOKENS, Adapter, invariance
 
 VOCABS = (2, 7, 33, 100)
 

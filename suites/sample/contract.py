@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
+from sampling_harness.checks.calls import token_ids
 from sampling_harness.errors import KernelFailure
 
 
@@ -64,30 +65,6 @@ BUDGETS = {
                              tail_scales=(1e-2, 1e-4, 1e-6, 1e-8, 1e-10), tail_expected=400.0,
                              zero_draws=2**36, pairs=2**19),
 }
-
-
-def token_ids(ids: object, batch: int, vocab: int, device: torch.device) -> torch.Tensor:
-    """The checks every family returning one token id per row shares; return int64 ids.
-
-    A tensor, integer dtype int32 or int64, of shape ``[B]``, on ``device``, every id in
-    ``[0, V)``; anything else is a contract violation (``KernelFailure``)."""
-    if not isinstance(ids, torch.Tensor):
-        raise KernelFailure(f"returned {type(ids).__name__}, expected a torch.Tensor of ids")
-    if ids.dtype not in (torch.int32, torch.int64):
-        raise KernelFailure(f"returned dtype {ids.dtype}, expected torch.int32 or torch.int64")
-    if tuple(ids.shape) != (batch,):
-        raise KernelFailure(f"returned shape {tuple(ids.shape)}, expected ({batch},)")
-    if ids.device != device:
-        raise KernelFailure(f"returned ids on {ids.device}, expected {device}")
-    ids = ids.long()
-    out_of_range = (ids < 0) | (ids >= vocab)
-    if bool(out_of_range.any()):
-        row = int(out_of_range.nonzero()[0, 0])
-        raise KernelFailure(
-            f"returned id {int(ids[row])} at row {row}, outside [0, {vocab}) "
-            f"({int(out_of_range.sum())} of {batch} rows out of range)"
-        )
-    return ids
 
 
 def validate_ids(ids: object, probs: torch.Tensor) -> torch.Tensor:

@@ -35,19 +35,6 @@ def large_vocab(vocab: int, seed: int) -> dict[str, np.ndarray]:
             "flat-large": normalised(np.ones(vocab))}
 
 
-def tail_row(scale: float, max_vocab: int, seed: int, rare_mass: float = 0.01):
-    """One head token and M rare tokens of probability ``scale`` times the head's, where
-    M = rare_mass / scale (capped by ``max_vocab``). Returns (float32 row, rare mask)."""
-    rare = int(min(max(1, round(rare_mass / scale)), max_vocab - 1))
-    vocab = rare + 1
-    head = int(np.random.default_rng(seed).integers(vocab))
-    weights = np.full(vocab, scale)
-    weights[head] = 1.0
-    mask = np.ones(vocab, dtype=bool)
-    mask[head] = False
-    return normalised(weights), mask
-
-
 def sparse_rows(vocab: int, rows: int, support: int, seed: int) -> np.ndarray:
     """``rows`` rows with ``support`` positive tokens each, the rest exactly 0; every fourth
     row keeps its mass on the first and last tokens (the edges of the last block)."""

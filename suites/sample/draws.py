@@ -11,14 +11,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from sampling_harness.checks.calls import rows_per_call
 from sampling_harness.scale.distributed import Shard, merged
 from sampling_harness.seeds import seed_stream
-
-
-def rows_per_call(ctx, vocab: int, multiple: int = 1) -> int:
-    """The most rows (a multiple of ``multiple``) one call may take within the memory bound."""
-    rows = max(1, ctx.max_call_elements // vocab) // multiple * multiple
-    return max(rows, multiple)
 
 
 def local_token_counts(ctx, table: np.ndarray, draws: int, shard: Shard) -> torch.Tensor:

@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
 
+from sampling_harness.checks.fits import fit_verdict
 from sampling_harness.reference.categorical import exact_probs
-from sampling_harness.report.plots import counts_plot, pop_plot
+from sampling_harness.report.plots import counts_plot
 from sampling_harness.stats.chisquare import planned_samples
 from sampling_harness.stats.fit import coarse_and_fine
-from sampling_harness.stats.multiple import adjusted_p, bonferroni
+from sampling_harness.stats.multiple import bonferroni
 from sampling_harness.strategies import probs_tables
-from sampling_harness.strategies.seeded import examples
+from sampling_harness.strategies.seeded import each_example
 from sampling_harness.suites.sample.distributions import curated, large_vocab
 from sampling_harness.suites.sample.draws import count_tokens
 from sampling_harness.verdict import Outcome
@@ -53,24 +52,24 @@ def fit_table(ctx, names: list[str], table: np.ndarray, tv: float, alpha: float)
 
 
 def summarise(ctx, results: list[dict], alpha: float, tv: float) -> Outcome:
-    plot = pop_plot(results)
-    failed = [r for r in results if r["p_value"] <= alpha]
-    worst = min(results, key=lambda r: r["p_value"])
-    coarse_mde = max(r["min_detectable_tv"] for r in results if r["test"] == "coarse")
-    if failed:
-        message = (f"{len(failed)} of {len(results)} tests reject; worst: row "
-                   f"{worst['row']!r} (V={worst['vocab']}) {worst['test']} chi2 = "
-                   f"{worst['statistic']:.1f} on {worst['df']} df, p = {worst['p_value']:.2g}")
-    else:
-        message = (f"{len({r['row'] for r in results})} distributions fit; smallest p = "
-                   f"{worst['p_value']:.2g} ({worst['row']}, {worst['test']})")
-    return Outcome(not failed, message, statistic=worst["statistic"],
-                   p_value=adjusted_p([r["p_value"] for r in results]), alpha=ctx.alpha,
-                   samples=sum(r["draws"] for r in results if r["test"] == "coarse"),
-                   min_detectable_effect=coarse_mde,
-                   effect=f"total variation on <= {ctx.budget.fit_max_bins} equal-mass bins "
-                          f"(target {tv:g})",
-                   details={"tests": results, "alpha_per_test": alpha, "plot": plot})
+    """The check's verdict from its (row, test) records (each at ``alpha``); its effect is
+    the coarse tests' total variation."""
+
+    def message(failed: list[dict], worst: dict) -> str:
+        if failed:
+            return (f"{len(failed)} of {len(results)} tests reject; worst: row "
+                    f"{worst['row']!r} (V={worst['vocab']}) {worst['test']} chi2 = "
+                    f"{worst['statistic']:.1f} on {worst['df']} df, "
+                    f"p = {worst['p_value']:.2g}")
+        return (f"{len({r['row'] for r in results})} distributions fit; smallest p = "
+                f"{worst['p_value']:.2g} ({worst['row']}, {worst['test']})")
+
+    coarse = [r for r in results if r["test"] == "coarse"]
+    return fit_verdict(ctx, results, alpha, message,
+                       samples=sum(r["draws"] for r in coarse),
+                       min_detectable_effect=max(r["min_detectable_tv"] for r in coarse),
+                       effect=f"total variation on <= {ctx.budget.fit_max_bins} equal-mass "
+                              f"bins (target {tv:g})")
 
 
 def fit_curated(ctx) -> Outcome:
@@ -87,16 +86,13 @@ def fit_generated(ctx) -> Outcome:
     alpha = bonferroni(ctx.alpha, TESTS_PER_ROW * GENERATED_ROWS * budget.generated_batches)
     results: list[dict] = []
 
-    @hypothesis_seed(ctx.seed)
-    @settings(max_examples=budget.generated_batches, phases=[Phase.generate], database=None,
-              deadline=None, suppress_health_check=list(HealthCheck))
-    @given(table=probs_tables(budget.generated_max_vocab, GENERATED_ROWS))
     def one_batch(table):
         batch = len(results) // (TESTS_PER_ROW * GENERATED_ROWS)
         names = [f"generated-{batch}.{i}" for i in range(GENERATED_ROWS)]
         results.extend(fit_table(ctx, names, table, budget.fit_tv, alpha))
 
-    examples(one_batch)
+    each_example(ctx.seed, budget.generated_batches,
+                 probs_tables(budget.generated_max_vocab, GENERATED_ROWS), one_batch)
     return summarise(ctx, results, alpha, budget.fit_tv)
 
 

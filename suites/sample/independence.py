@@ -22,12 +22,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from sampling_harness.checks.independence import SPREAD, pairings, pairings_outcome, support_index
 from sampling_harness.reference.categorical import exact_probs
-from sampling_harness.stats.independence import pair_tests, pairings_verdict
+from sampling_harness.stats.independence import pair_tests
 from sampling_harness.stats.multiple import bonferroni
 from sampling_harness.verdict import Outcome
-
-SPREAD = (0, 1, 1023, 1024, 2047, 2048, 4097, 4098)
 
 
 def rows() -> dict[str, np.ndarray]:
@@ -37,23 +36,6 @@ def rows() -> dict[str, np.ndarray]:
     return {"flat V=13": narrow, "8 tokens over V=4099": spread}
 
 
-def pairings(a: torch.Tensor, b: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    return {"adjacent rows": (a[0::2], a[1::2]),
-            "same row, seeds s, s+1": (a, b),
-            "row i+1 at s, row i at s+1": (a[1:], b[:-1]),
-            "row i at s, row i+1 at s+1": (a[:-1], b[1:])}
-
-
-def pairings_outcome(ctx, results: list[dict], draws: int, alpha: float) -> Outcome:
-    """The verdict over every (row, pairing) result, each test at ``alpha``."""
-    passed, message, p_value = pairings_verdict(results, alpha)
-    return Outcome(passed, message, statistic=max(r["joint_chi2"] for r in results),
-                   p_value=p_value, alpha=ctx.alpha, samples=draws,
-                   min_detectable_effect=max(r["min_detectable_agreement"] for r in results),
-                   effect="agreement rate P(X = Y) of a pair (independent: sum p^2 <= 1/8)",
-                   details={"pairings": results, "alpha_per_test": alpha})
-
-
 def independence(ctx) -> Outcome:
     alpha = bonferroni(ctx.alpha, 2 * len(rows()) * 4)
     seed = ctx.seed
@@ -61,9 +43,7 @@ def independence(ctx) -> Outcome:
     for name, row in rows().items():
         support = np.flatnonzero(row > 0)
         p = exact_probs(torch.as_tensor(row)[None])[0][support]
-        to_support = torch.full((row.size,), -1, dtype=torch.int64, device=ctx.device)
-        to_support[torch.as_tensor(support, device=ctx.device)] = torch.arange(
-            support.size, device=ctx.device)
+        to_support = support_index(support, row.size, ctx.device)
         probs = torch.as_tensor(row, device=ctx.device).repeat(ctx.budget.pairs, 1)
         a = to_support[ctx.runner.call({"probs": probs}, seed)]
         b = to_support[ctx.runner.call({"probs": probs}, seed + 1)]

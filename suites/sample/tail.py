@@ -2,7 +2,7 @@
 
 At each rarity scale r, a row holds one head token and M rare tokens of probability r times
 the head's. The count of rare wins in n rows is Binomial(n, R), R the exact rare mass,
-tested by the exact, equal-tailed, group-sequential test of suites/rare_wins.py (looks at
+tested by the exact, equal-tailed, group-sequential test of harness/checks/rare_wins.py (looks at
 1/8, 1/4, 1/2 and all of the planned rows, each at alpha / 4; sharded over torchrun ranks
 look by look).
 The planned n makes the expected rare wins ``budget.tail_expected``: noise that cannot go
@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import torch
 
+from sampling_harness.checks.calls import rows_per_call
+from sampling_harness.checks.rare_wins import scale_sweep, tail_outcome, tail_row
 from sampling_harness.reference.categorical import exact_probs, rare_mass
-from sampling_harness.suites.rare_wins import scale_sweep, tail_outcome
-from sampling_harness.suites.sample.distributions import tail_row
-from sampling_harness.suites.sample.draws import rows_per_call
 from sampling_harness.verdict import Outcome
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from sampling_harness.checks.calls import rows_per_call
 from sampling_harness.stats.binomial import never_rate
 from sampling_harness.strategies import normalised
 from sampling_harness.suites.sample.distributions import sparse_rows
-from sampling_harness.suites.sample.draws import rows_per_call
 from sampling_harness.verdict import Outcome
 
 SPARSE_VOCAB, SPARSE_SUPPORT = 4099, 4

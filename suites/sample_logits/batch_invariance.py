@@ -1,4 +1,4 @@
-"""Batch invariance of family ``sample-logits``: exact (suites/batch_invariance.py).
+"""Batch invariance of family ``sample-logits``: exact (harness/checks/batch_invariance.py).
 
 A request is one row of logits with its temperature, top-k and top-p (greedy rows, a tenth
 of them, are compared too: their argmax must not move either). Logits N(0, s^2) with s in
@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from sampling_harness.checks.batch_invariance import SPREAD_TOKENS, Adapter, invariance
 from sampling_harness.families import FAMILIES
-from sampling_harness.suites.batch_invariance import SPREAD_TOKENS, Adapter, invariance
 
 VOCABS = (2, 7, 33, 100)
 NEUTRAL = {"min_p": (np.float32, 0.0)}    # settings this check leaves off, if the contract has them

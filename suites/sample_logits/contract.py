@@ -54,8 +54,8 @@ from dataclasses import dataclass
 
 import torch
 
+from sampling_harness.checks.calls import token_ids
 from sampling_harness.errors import KernelFailure
-from sampling_harness.suites.sample.contract import token_ids
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from sampling_harness.checks.calls import rows_per_call
 from sampling_harness.errors import KernelFailure
-from sampling_harness.suites.sample.draws import rows_per_call
 from sampling_harness.suites.sample_logits.rows import Rows, cycle
 
 

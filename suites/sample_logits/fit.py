@@ -27,16 +27,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
 
+from sampling_harness.checks.fits import fit_verdict
 from sampling_harness.families import accepts
-from sampling_harness.report.plots import counts_plot, pop_plot
+from sampling_harness.report.plots import counts_plot
 from sampling_harness.stats.chisquare import planned_samples
 from sampling_harness.stats.fit import coarse_and_fine, excess_p
-from sampling_harness.stats.multiple import adjusted_p, bonferroni
+from sampling_harness.stats.multiple import bonferroni
 from sampling_harness.strategies.logits import sampling_tables
-from sampling_harness.strategies.seeded import examples
+from sampling_harness.strategies.seeded import each_example
 from sampling_harness.suites.sample_logits.draws import count_tokens, demand_possible
 from sampling_harness.suites.sample_logits.rows import Rows, curated, large_vocab
 from sampling_harness.verdict import Outcome
@@ -96,27 +95,26 @@ def fit_rows(ctx, rows: Rows, tv: float, alpha: float) -> list[dict]:
 
 
 def outcome(ctx, results: list[dict], alpha: float, tv: float) -> Outcome:
-    """The check's verdict from its per-row tests (each at ``alpha``)."""
-    plot = pop_plot(results)
-    failed = [r for r in results if r["p_value"] <= alpha]
-    worst = min(results, key=lambda r: r["p_value"])
-    if failed:
-        message = (f"{len(failed)} of {len(results)} tests reject; worst: row {worst['row']!r} "
-                   f"(V={worst['vocab']}) {worst['test']}: statistic {worst['statistic']:.1f} "
-                   f"on {worst['df']} df, p = {worst['p_value']:.2g}")
-    else:
+    """The check's verdict from its per-row tests (each at ``alpha``); its effect is the
+    coarse tests' total variation."""
+
+    def message(failed: list[dict], worst: dict) -> str:
+        if failed:
+            return (f"{len(failed)} of {len(results)} tests reject; worst: row "
+                    f"{worst['row']!r} (V={worst['vocab']}) {worst['test']}: statistic "
+                    f"{worst['statistic']:.1f} on {worst['df']} df, "
+                    f"p = {worst['p_value']:.2g}")
         rows = len({r["row"] for r in results})
         ambiguous = sum(r["ambiguous_tokens"] for r in results if r["test"] == "coarse")
-        message = (f"{rows} processed rows fit ({ambiguous} ambiguous tokens accepted either "
-                   f"way); smallest p = {worst['p_value']:.2g} ({worst['row']}, {worst['test']})")
+        return (f"{rows} processed rows fit ({ambiguous} ambiguous tokens accepted either "
+                f"way); smallest p = {worst['p_value']:.2g} ({worst['row']}, {worst['test']})")
+
     coarse = [r for r in results if r["test"] == "coarse"]
-    return Outcome(not failed, message, statistic=worst["statistic"],
-                   p_value=adjusted_p([r["p_value"] for r in results]), alpha=ctx.alpha,
-                   samples=sum(r["draws"] for r in coarse),
-                   min_detectable_effect=max(r["min_detectable_tv"] for r in coarse),
-                   effect=f"total variation over the surely kept tokens, on <= "
-                          f"{ctx.budget.fit_max_bins} equal-mass bins (target {tv:g})",
-                   details={"tests": results, "alpha_per_test": alpha, "plot": plot})
+    return fit_verdict(ctx, results, alpha, message,
+                       samples=sum(r["draws"] for r in coarse),
+                       min_detectable_effect=max(r["min_detectable_tv"] for r in coarse),
+                       effect=f"total variation over the surely kept tokens, on <= "
+                              f"{ctx.budget.fit_max_bins} equal-mass bins (target {tv:g})")
 
 
 def fit_curated(ctx) -> Outcome:
@@ -134,10 +132,6 @@ def fit_generated(ctx) -> Outcome:
     alpha = bonferroni(ctx.alpha, TESTS_PER_ROW * GENERATED_ROWS * budget.generated_batches)
     results: list[dict] = []
 
-    @hypothesis_seed(ctx.seed)
-    @settings(max_examples=budget.generated_batches, phases=[Phase.generate], database=None,
-              deadline=None, suppress_health_check=list(HealthCheck))
-    @given(table=sampling_tables(budget.generated_max_vocab, GENERATED_ROWS))
     def one_batch(table):
         batch = len(results) // (TESTS_PER_ROW * GENERATED_ROWS)
         rows = Rows(tuple(f"generated-{batch}.{i}" for i in range(GENERATED_ROWS)),
@@ -145,7 +139,8 @@ def fit_generated(ctx) -> Outcome:
                     table["dtype"], table["min_p"] if min_p else None)
         results.extend(fit_rows(ctx, rows, budget.fit_tv, alpha))
 
-    examples(one_batch)
+    each_example(ctx.seed, budget.generated_batches,
+                 sampling_tables(budget.generated_max_vocab, GENERATED_ROWS), one_batch)
     result = outcome(ctx, results, alpha, budget.fit_tv)
     if not min_p:
         result.message += "; min-p skipped: the kernel takes no min_p"

@@ -1,6 +1,6 @@
 """Independence of family ``sample-logits``: rows of one call, and calls with different seeds.
 
-The pairings and tests of family ``sample`` (suites/sample/independence.py) on logits:
+The pairings and tests shared with family ``sample`` (harness/checks/independence.py):
 identical rows sampled in two calls with seeds s and s+1; for adjacent rows of one call,
 the same row under both seeds, and rows i, i+1 across the seeds, an exact agreement test
 and a joint K x K chi-square against the law of an independent pair. Two rows: 13 equal
@@ -12,12 +12,11 @@ Alpha: the check's share over 16 tests.
 from __future__ import annotations
 
 import numpy as np
-import torch
 
+from sampling_harness.checks.independence import SPREAD, pairings, pairings_outcome, support_index
 from sampling_harness.errors import KernelFailure
 from sampling_harness.stats.independence import pair_tests
 from sampling_harness.stats.multiple import bonferroni
-from sampling_harness.suites.sample.independence import SPREAD, pairings, pairings_outcome
 from sampling_harness.suites.sample_logits.rows import Rows
 from sampling_harness.verdict import Outcome
 
@@ -36,9 +35,7 @@ def independence(ctx) -> Outcome:
     for name, row in rows().items():
         law = row.law.probs[0]
         support = np.flatnonzero(law > 0)
-        to_support = torch.full((row.vocab,), -1, dtype=torch.int64, device=ctx.device)
-        to_support[torch.as_tensor(support, device=ctx.device)] = torch.arange(
-            support.size, device=ctx.device)
+        to_support = support_index(support, row.vocab, ctx.device)
         inputs = row.inputs(ctx.device, ctx.budget.pairs)
         a = to_support[ctx.runner.call(inputs, seed)]
         b = to_support[ctx.runner.call(inputs, seed + 1)]

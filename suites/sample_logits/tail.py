@@ -21,8 +21,8 @@ import math
 import numpy as np
 import torch
 
-from sampling_harness.suites.rare_wins import LONG_ROW, scale_sweep, tail_outcome
-from sampling_harness.suites.sample.draws import rows_per_call
+from sampling_harness.checks.calls import rows_per_call
+from sampling_harness.checks.rare_wins import LONG_ROW, scale_sweep, tail_outcome
 from sampling_harness.suites.sample_logits.rows import Rows
 from sampling_harness.verdict import Outcome
 

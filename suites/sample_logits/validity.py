@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from sampling_harness.checks.calls import rows_per_call
 from sampling_harness.families import accepts
 from sampling_harness.stats.binomial import never_rate
-from sampling_harness.suites.sample.draws import rows_per_call
 from sampling_harness.suites.sample_logits.draws import count_tokens, demand_possible
 from sampling_harness.suites.sample_logits.rows import Rows, gaussian, grid, masked
 from sampling_harness.verdict import Outcome

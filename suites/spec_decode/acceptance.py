@@ -4,7 +4,7 @@ Requests of 24 tokens (max_model_len 64, K = 3 drafts, synchronous scheduling). 
 verified draft the engine records alpha_i = sum_x min(p(x), q(x)) under the true target and
 draft laws of its context: the probability that a correct rejection sampler accepts it,
 fixed before the draft is drawn; it equals 1 - TV(p, q). The accepted count minus
-sum alpha_i is a martingale; harness/engine/metrics.py tests it with Freedman's inequality
+sum alpha_i is a martingale; engine/metrics.py tests it with Freedman's inequality
 over a dyadic grid of variances (exact level, no normal approximation). The report shows
 both rates.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sampling_harness.engine import Request
-from sampling_harness.engine.metrics import acceptance_test
+from sampling_harness.suites.spec_decode.engine import Request
+from sampling_harness.suites.spec_decode.engine.metrics import acceptance_test
 from sampling_harness.suites.spec_decode.runs import SPEC, VOCAB, engine
 from sampling_harness.verdict import Outcome
 

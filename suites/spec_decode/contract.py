@@ -6,7 +6,7 @@ Contract::
        lookahead, seed) -> (drafts, draft_probs)
 
 draft_table float32 [V^C, V]: the draft model's logits for each context of C = ``context``
-tokens (harness/engine/toy.py: row index of the last C tokens, left-padded with 0);
+tokens (engine/toy.py: row index of the last C tokens, left-padded with 0);
 token_ids list[list[int]]: each running request's sequence (prompt and output), in batch
 order; previous_drafts list[list[int]]: the drafts each request just had verified;
 num_spec_tokens K; max_model_len; lookahead: tokens a step still in flight may add (0 under
@@ -19,7 +19,7 @@ float32 [R, K, V]: row r, slot i the law draft i of request r was drawn from (it
 the rejection sampler; any values where a request has no drafts), or None (no cache).
 
 Every call is validated for its structure; the checks run the engine
-(harness/engine/engine.py) with the kernel as its proposer and every other part the
+(engine/engine.py) with the kernel as its proposer and every other part the
 project's own, and judge the engine's output: TME, lengths, its law and its acceptance rate.
 
 Read-only inputs: all of them, the lists of token ids included (they are the engine's

@@ -2,8 +2,8 @@
 
 Many requests with one prompt generate 3 tokens each, with speculation (K = 2 drafts per
 step) and without (K = 0); the counts of the V^3 = 512 continuations are tested against
-their exact float64 law (a product of target softmax rows, harness/engine/metrics.py) by a
-Pearson chi-square on at most 32 equal-mass bins. The requests per run are planned so that a
+their exact float64 law (a product of target softmax rows, engine/metrics.py) by a Pearson
+chi-square on at most 32 equal-mass bins. The requests per run are planned so that a
 total variation of ``budget.law_tv`` on those bins is detected with ``budget.power``.
 Alpha: the check's share over the two runs.
 """
@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from sampling_harness.engine import Request
-from sampling_harness.engine.metrics import continuation_law, outcome_index
-from sampling_harness.report.plots import counts_plot, pop_plot
+from sampling_harness.checks.fits import fit_verdict
+from sampling_harness.report.plots import counts_plot
 from sampling_harness.stats.chisquare import planned_samples
 from sampling_harness.stats.fit import chisquare_fit
-from sampling_harness.stats.multiple import adjusted_p, bonferroni
+from sampling_harness.stats.multiple import bonferroni
+from sampling_harness.suites.spec_decode.engine import Request
+from sampling_harness.suites.spec_decode.engine.metrics import continuation_law, outcome_index
 from sampling_harness.suites.spec_decode.runs import VOCAB, engine
 from sampling_harness.verdict import Outcome
 
@@ -42,16 +43,15 @@ def law(ctx) -> Outcome:
                         "plot": counts_plot(f"K={spec}: 3-token continuations", counts,
                                             expected, fit.labels, fit.p_value, fit.statistic,
                                             fit.df, "continuation")})
-    plot = pop_plot(results)
-    failed = [r for r in results if r["p_value"] <= alpha]
-    worst = min(results, key=lambda r: r["p_value"])
-    message = ("; ".join(f"K={r['num_spec_tokens']}: chi2 {r['statistic']:.1f} on {r['df']} df,"
-                         f" p = {r['p_value']:.2g}" for r in results))
-    return Outcome(not failed, ("the engine's continuations differ from the target's law: "
-                                if failed else "continuations follow the target's law: ")
-                   + message, statistic=worst["statistic"],
-                   p_value=adjusted_p([r["p_value"] for r in results]), alpha=ctx.alpha,
-                   samples=sum(r["requests"] for r in results),
-                   min_detectable_effect=max(r["min_detectable_tv"] for r in results),
-                   effect=f"total variation of 3-token continuations on <= {MAX_BINS} bins",
-                   details={"runs": results, "alpha_per_test": alpha, "plot": plot})
+
+    def message(failed: list[dict], worst: dict) -> str:
+        return (("the engine's continuations differ from the target's law: " if failed
+                 else "continuations follow the target's law: ")
+                + "; ".join(f"K={r['num_spec_tokens']}: chi2 {r['statistic']:.1f} on "
+                            f"{r['df']} df, p = {r['p_value']:.2g}" for r in results))
+
+    return fit_verdict(ctx, results, alpha, message,
+                       samples=sum(r["requests"] for r in results),
+                       min_detectable_effect=max(r["min_detectable_tv"] for r in results),
+                       effect=f"total variation of 3-token continuations on <= {MAX_BINS} "
+                              f"bins", key="runs")

@@ -11,8 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from sampling_harness.engine import Engine, EngineConfig, Request, parts, toy_models
 from sampling_harness.seeds import derive_seed
+from sampling_harness.suites.spec_decode.engine import (
+    Engine,
+    EngineConfig,
+    Request,
+    parts,
+    toy_models,
+)
 
 VOCAB, CONTEXT, LIMIT, SPEC = 8, 2, 16, 3
 

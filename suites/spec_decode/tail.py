@@ -8,8 +8,8 @@ every request's first draft is drawn from softmax of that row whatever its token
 sends R requests of one token with room to draft (K = 1, max_model_len far away, no
 lookahead); each must return exactly one draft. The count of rare drafts in n requests is
 Binomial(n, R), R the rare mass of the float64 softmax of the float32 logits, tested by the
-exact, equal-tailed, group-sequential test of suites/rare_wins.py (looks at 1/8, 1/4, 1/2 and
-all of the planned requests, each at alpha / 4, Bonferroni over the scales). The planned n
+exact, equal-tailed, group-sequential test of harness/checks/rare_wins.py (looks at 1/8, 1/4,
+1/2 and all of the planned requests, each at alpha / 4, Bonferroni over the scales). The planned n
 makes the expected rare drafts ``budget.tail_expected``.
 
 A float32 softmax of these logits errs by a few ulp per token (relative 1e-6 of R at most),
@@ -23,9 +23,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from sampling_harness.checks.rare_wins import scale_label, scale_sweep, tail_outcome, tail_row
 from sampling_harness.errors import KernelFailure
-from sampling_harness.suites.rare_wins import scale_label, scale_sweep, tail_outcome
-from sampling_harness.suites.sample.distributions import tail_row
 from sampling_harness.verdict import Outcome
 
 MAX_MODEL_LEN = 2**20

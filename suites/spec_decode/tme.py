@@ -1,7 +1,7 @@
 """TME of the engine's returned logprobs, under synchronous and asynchronous scheduling.
 
 TME = mean over every generated token of exp(|lp - lp_ref|), lp_ref the float64 log-softmax
-of the target's row over the final sequence, teacher-forced (harness/engine/metrics.py).
+of the target's row over the final sequence, teacher-forced (engine/metrics.py).
 Its threshold is derived from float32, not chosen: the mean over the same tokens of
 exp(tol), tol the first-order bound of a float32 log-softmax of that row
 (reference/logprobs.py ``logprob_tolerance``): about 1 + 1e-6 for V = 8. A healthy engine
@@ -11,8 +11,8 @@ e^30. Exact: no alpha.
 
 from __future__ import annotations
 
-from sampling_harness.engine.metrics import teacher_forced, tme_and_bound
 from sampling_harness.report.plots import by_error, errors_plot, pop_plot
+from sampling_harness.suites.spec_decode.engine.metrics import teacher_forced, tme_and_bound
 from sampling_harness.suites.spec_decode.runs import LIMIT, limit_run
 from sampling_harness.verdict import Outcome
 

@@ -23,6 +23,7 @@ import math
 import numpy as np
 from scipy import stats
 
+from sampling_harness.checks.fits import law_test, laws_outcome
 from sampling_harness.reference.tree_rejection import (
     accepted_length_law,
     cell_offsets,
@@ -33,7 +34,6 @@ from sampling_harness.reference.tree_rejection import (
 from sampling_harness.report.plots import lengths_plot
 from sampling_harness.stats.chisquare import planned_samples
 from sampling_harness.stats.multiple import bonferroni
-from sampling_harness.suites.rejection.lawtest import law_test, outcome
 from sampling_harness.suites.tree_rejection.batches import TreeCase, tally
 from sampling_harness.suites.tree_rejection.models import build_model, listed_tokens
 
@@ -106,9 +106,10 @@ def acceptance(ctx):
                                             length_law, record["p_value"]))
             results.append(record)
         figures.append(f"{figure(results[-2])} beside {figure(results[-1])}")
-    result = outcome(ctx, results, alpha,
-                     f"total variation of the accepted-length law (target {budget.length_tv:g})",
-                     sum(r["draws"] for r in results), describe=lambda r: f"A = {r['worst_cell']}")
+    result = laws_outcome(
+        ctx, results, alpha,
+        f"total variation of the accepted-length law (target {budget.length_tv:g})",
+        sum(r["draws"] for r in results), describe=lambda r: f"A = {r['worst_cell']}")
     result.message += "; mean accepted length, 95 % interval: " + "; ".join(figures)
     result.details["mean_accepted"] = [{k: r[k] for k in ("name", "mean", "interval",
                                                           "exact_mean")} for r in results]

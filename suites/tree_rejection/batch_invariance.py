@@ -1,4 +1,4 @@
-"""Batch invariance of family ``tree-rejection``: exact (suites/batch_invariance.py).
+"""Batch invariance of family ``tree-rejection``: exact (harness/checks/batch_invariance.py).
 
 A request is a tree (0 to 8 nodes, random shape), its rows and its greedy flag. Target and
 draft rows are independent flat Dirichlet rows over small vocabularies, so about half the
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sampling_harness.suites.batch_invariance import SPREAD_TOKENS, Adapter, invariance
+from sampling_harness.checks.batch_invariance import SPREAD_TOKENS, Adapter, invariance
 from sampling_harness.suites.tree_rejection.batches import stack
 
 VOCABS = (2, 5, 13, 40)

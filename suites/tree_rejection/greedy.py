@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sampling_harness.checks.greedy import greedy_equal
 from sampling_harness.reference.tree_rejection import children, greedy_output
 from sampling_harness.suites.tree_rejection.batches import stack
 from sampling_harness.verdict import Outcome
@@ -65,20 +66,16 @@ def batches(seed: int) -> dict[str, tuple[list[dict], int, bool]]:
 
 
 def greedy(ctx) -> Outcome:
-    seeds, compared = ctx.seeds(), 0
-    for name, (requests, vocab, drawn) in batches(ctx.seed).items():
-        out = ctx.runner.call_twice(stack(requests, vocab, ctx.device, drawn), next(seeds))
-        out = out.cpu()
-        for b, request in enumerate(requests):
-            if not request["greedy"]:
-                continue
-            expected = greedy_output(request["target"], request["parents"], request["tokens"],
-                                     out.shape[1])
-            if not np.array_equal(out[b].numpy(), expected):
-                return Outcome(False, f"{name}: greedy request {b} returned {out[b].tolist()}, "
-                                      f"expected {expected.tolist()}")
-            compared += 1
-    return Outcome(True, f"{compared} greedy requests equal the reference exactly",
-                   samples=compared, min_detectable_effect=1.0,
-                   effect="wrong greedy rows (any one fails)")
+    """Every greedy request of ``batches`` equals the reference's ``greedy_output``."""
 
+    def compared(name: str, requests: list[dict], vocab: int, drawn: bool):
+        def expected(b: int, width: int) -> np.ndarray:
+            request = requests[b]
+            return greedy_output(request["target"], request["parents"], request["tokens"],
+                                 width)
+
+        rows = [b for b, request in enumerate(requests) if request["greedy"]]
+        return name, stack(requests, vocab, ctx.device, drawn), rows, expected
+
+    return greedy_equal(ctx, (compared(name, *batch)
+                              for name, batch in batches(ctx.seed).items()))

@@ -24,10 +24,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from sampling_harness.checks.independence import pairings, pairings_outcome, support_index
 from sampling_harness.reference.tree_rejection import TreeModel, flat_law, sequence_law
-from sampling_harness.stats.independence import pair_tests, pairings_verdict
+from sampling_harness.stats.independence import pair_tests
 from sampling_harness.stats.multiple import bonferroni
-from sampling_harness.suites.rejection.independence import pairings
 from sampling_harness.suites.tree_rejection.batches import CaseSampler, TreeCase, cells
 from sampling_harness.suites.tree_rejection.law import sequence_of
 from sampling_harness.verdict import Outcome
@@ -58,9 +58,7 @@ def independence(ctx):
     for mode, case in trees().items():
         law = flat_law(sequence_law(case.model, case.parents, case.tokens))
         support = np.flatnonzero(law > 0)
-        to_support = torch.full((law.size,), -1, dtype=torch.int64, device=ctx.device)
-        to_support[torch.as_tensor(support, device=ctx.device)] = torch.arange(
-            support.size, device=ctx.device)
+        to_support = support_index(support, law.size, ctx.device)
         sampler, outcomes = CaseSampler(case, ctx.device), []
         for s in (seed, seed + 1):
             generator.manual_seed(next(seeds))
@@ -71,15 +69,11 @@ def independence(ctx):
         results += [{"pairing": name, "row": mode,
                      **pair_tests(x.cpu().numpy(), y.cpu().numpy(), law[support], alpha,
                                   ctx.budget.power)}
-                    for name, (x, y) in pairings(*outcomes).items()]
-    passed, message, p_value = pairings_verdict(results, alpha)
+                    for name, (x, y) in pairings(*outcomes, unit="request").items()]
     collision = float(np.sum(law[support] ** 2))        # the same law in both trees
-    return Outcome(passed, message, statistic=max(r["joint_chi2"] for r in results),
-                   p_value=p_value, alpha=ctx.alpha, samples=4 * pairs,
-                   min_detectable_effect=max(r["min_detectable_agreement"] for r in results),
-                   effect=f"agreement rate P(Z = Z') of two requests' returned sequences "
-                          f"(independent: sum P(z)^2 = {collision:.3f})",
-                   details={"pairings": results, "alpha_per_test": alpha})
+    return pairings_outcome(ctx, results, 4 * pairs, alpha,
+                            effect=f"agreement rate P(Z = Z') of two requests' returned "
+                                   f"sequences (independent: sum P(z)^2 = {collision:.3f})")
 
 
 def impossible(ctx, mode: str, seed: int, seen: np.ndarray, law: np.ndarray) -> Outcome:

@@ -8,7 +8,7 @@ and validity's quarter sweeps reach it at every budget), Hypothesis draws
 ``budget.trees_per_shape`` cases; each case's returned sequences are tallied over every
 path of lengths 1 .. D + 1 and tested against the exact law (reference/tree_rejection.py
 ``sequence_law``: lossless, the target model's law of the sequence, with the stopping rule
-of the tree) by the chain family's fit test (suites/rejection/lawtest.py: Pearson
+of the tree) by the chain family's fit test (harness/checks/fits.py: Pearson
 chi-square on cells pooled to expect >= 5, a draw in a cell of probability 0 an exact
 failure). Draws per case are planned so that total variation ``budget.law_tv`` on the
 pooled cells is detected with ``budget.power``, the worst case over deviation shapes.
@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from sampling_harness.checks.fits import law_test, laws_outcome
 from sampling_harness.reference.tree_rejection import flat_law, sequence_law
 from sampling_harness.seeds import derive_seed
 from sampling_harness.stats.chisquare import planned_samples
 from sampling_harness.stats.multiple import bonferroni
-from sampling_harness.suites.rejection.lawtest import law_test, outcome
 from sampling_harness.suites.tree_rejection.batches import TreeCase, tally
 from sampling_harness.suites.tree_rejection.models import uniform_model
 from sampling_harness.suites.tree_rejection.trees import MODES_OF, SHAPE_KINDS, cases
@@ -86,5 +86,5 @@ def law(ctx):
         record = law_test(case.name, tally(ctx, case, trees), exact, alpha, budget.power)
         record["sequence"] = sequence_of(record["worst_cell"], case.vocab)
         results.append(record)
-    return outcome(ctx, results, alpha, f"{EFFECT} (target {budget.law_tv:g})",
-                   sum(r["draws"] for r in results), describe=describe)
+    return laws_outcome(ctx, results, alpha, f"{EFFECT} (target {budget.law_tv:g})",
+                        sum(r["draws"] for r in results), describe=describe)

@@ -3,7 +3,7 @@
 A model holds one (p, q) pair of float32 rows per path of length <= its depth
 (reference/tree_rejection.py ``TreeModel``), so two nodes with the same path get the same
 rows, as they would from a real model. Each pair is of a named kind (the chain family's
-position laws, suites/rejection/requests.py: typical, weak draft, near-equal, q with mass
+position laws, harness/checks/position_laws.py: typical, weak draft, near-equal, q with mass
 where p has none, peaked target, equal), repaired so that a residual exists wherever a
 rejection is possible (harness/strategies/rejection.py). Listed children are chosen from
 the model too: the top k of the draft row (as a draft model's top-k proposes), distinct
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sampling_harness.checks.position_laws import position_laws
 from sampling_harness.reference.tree_rejection import (
     TreeModel,
     children,
@@ -35,7 +36,6 @@ from sampling_harness.reference.tree_rejection import (
     path_offsets,
 )
 from sampling_harness.strategies.rejection import repaired
-from sampling_harness.suites.rejection.requests import position_laws
 
 KINDS = ("typical", "weak-draft", "near-equal", "q-mass-where-p-has-none", "peaked-target",
          "equal")

@@ -10,7 +10,7 @@ max(p - q, 0), whose head the kernel must lower by 1/2; the head is accepted). E
 the first returned token follows p (the contract; reference/tree_rejection.py
 ``first_token_law`` gives both laws exactly, equal within 1e-6), so the count of rare first
 tokens in n trees is Binomial(n, R), R the exact rare mass, tested by the exact,
-equal-tailed, group-sequential test of suites/rare_wins.py (looks at 1/8, 1/4, 1/2 and all
+equal-tailed, group-sequential test of harness/checks/rare_wins.py (looks at 1/8, 1/4, 1/2 and all
 of the planned trees, each at alpha / 4, Bonferroni over the scales). The planned n makes
 the expected rare tokens ``budget.tail_expected``. A race on float32 exponential noise
 (floor 2^-24) loses the rare tokens once r << 6e-8: at r = 1e-8 it draws almost none.
@@ -21,14 +21,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from sampling_harness.reference.tree_rejection import first_token_law
-from sampling_harness.suites.rare_wins import (
+from sampling_harness.checks.rare_wins import (
     LONG_ROW,
     scale_label,
     scale_sweep,
     tail_outcome,
+    tail_row,
 )
-from sampling_harness.suites.sample.distributions import tail_row
+from sampling_harness.reference.tree_rejection import first_token_law
 from sampling_harness.verdict import Outcome
 
 AGREE = 1e-6          # listed and drawn rare masses agree within this relative gap

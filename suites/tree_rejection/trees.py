@@ -28,12 +28,10 @@ its simplest one; ``cases`` sets it aside.
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from sampling_harness.reference.tree_rejection import children, depths
-from sampling_harness.strategies.seeded import examples
+from sampling_harness.strategies.seeded import each_example
 from sampling_harness.suites.tree_rejection.batches import TreeCase
 from sampling_harness.suites.tree_rejection.models import (
     KINDS,
@@ -127,12 +125,8 @@ def cases(seed: int, kind: str, mode: str, count: int) -> list[TreeCase]:
     simplest example set aside)."""
     found: list[TreeCase] = []
 
-    @hypothesis_seed(seed)
-    @settings(max_examples=count + 1, phases=[Phase.generate], database=None, deadline=None,
-              suppress_health_check=list(HealthCheck))
-    @given(case=tree_cases(kind, mode))
     def one(case):
         found.append(case)
 
-    examples(one)
+    each_example(seed, count + 1, tree_cases(kind, mode), one)
     return found[1:count + 1]

@@ -1,6 +1,7 @@
 """Counting rare events against their exact rate: the group-sequential binomial test shared by
 the tail checks (rare-token wins in ``sample``, ``sample-logits``, ``rejection``'s recovered
-tokens and ``spec-decode``'s proposer; accepted drafts of tiny p/q in ``rejection``).
+tokens, ``tree-rejection``'s first tokens and ``spec-decode``'s proposer; accepted drafts of
+tiny p/q in ``rejection``), and the tail row they draw rare tokens from (``tail_row``).
 
 Model: at each scale, ``n`` independent trials each give an event with probability ``mass``
 (the exact rare mass, or the exact acceptance probability). The count is Binomial(n, mass)
@@ -20,6 +21,7 @@ from __future__ import annotations
 import math
 from functools import partial
 
+import numpy as np
 import torch
 
 from sampling_harness.report.plots import tail_plot
@@ -32,6 +34,7 @@ from sampling_harness.stats.binomial import (
     min_detectable_rate,
 )
 from sampling_harness.stats.multiple import adjusted_p, bonferroni
+from sampling_harness.strategies.probs import normalised
 from sampling_harness.verdict import Outcome
 
 LOOKS = 4
@@ -84,6 +87,19 @@ def scale_record(scale: float, vocab: int, mass: float, planned: int, found, alp
 FLOAT32_FLOOR_SCALE = 1e-8     # where noise wrong below about 2^-24 changes rare wins most
 LONG_ROW = 2**17               # tokens of a tail row at most (its rare tokens M = 0.01 / r)
 SHORT_ROW = 1024               # tokens of the short rows at 1e-8: one chunk, one tile
+
+
+def tail_row(scale: float, max_vocab: int, seed: int, rare_mass: float = 0.01):
+    """One head token and M rare tokens of probability ``scale`` times the head's, where
+    M = rare_mass / scale (capped by ``max_vocab``). Returns (float32 row, rare mask)."""
+    rare = int(min(max(1, round(rare_mass / scale)), max_vocab - 1))
+    vocab = rare + 1
+    head = int(np.random.default_rng(seed).integers(vocab))
+    weights = np.full(vocab, scale)
+    weights[head] = 1.0
+    mask = np.ones(vocab, dtype=bool)
+    mask[head] = False
+    return normalised(weights), mask
 
 
 def device_scales(ctx, scales, short_rows: bool = True) -> tuple[tuple[float, int], ...]:

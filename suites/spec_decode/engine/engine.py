@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from sampling_harness.engine.toy import ToyModel
 from sampling_harness.seeds import derive_seed
+from sampling_harness.suites.spec_decode.engine.toy import ToyModel
 
 GARBAGE = 30.0   # past max_model_len a row holds stale values of this magnitude
 

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from scipy import optimize
 
-from sampling_harness.engine.toy import ToyModel
 from sampling_harness.reference.logprobs import logprob_tolerance, logprobs
+from sampling_harness.suites.spec_decode.engine.toy import ToyModel
 
 LEVELS = 40
 

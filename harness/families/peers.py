@@ -1,5 +1,6 @@
 """The peers of the families: other projects' kernels run as baselines where the project
-imports (``sampling_harness.families.Peer``; the adapters are in kernels/peers/).
+imports (``sampling_harness.families.Peer``; the adapters are in kernels/peers/). A family
+declares its peers in its ``FAMILY`` with these factories.
 
 FlashInfer's samplers are peers of ``sample``, ``sample-logits`` and ``rejection``
 (kernels/peers/flashinfer_sampling.py). They need the package ``flashinfer`` (the extra

@@ -3,9 +3,15 @@ measures its runs are checked by (metrics.py). Its parts are kernels reached by 
 
 from __future__ import annotations
 
-from sampling_harness.engine.engine import Engine, EngineConfig, EngineRun, Parts, Request
-from sampling_harness.engine.toy import ToyModel
-from sampling_harness.families.loader import load
+from sampling_harness.families.registry import load
+from sampling_harness.suites.spec_decode.engine.engine import (
+    Engine,
+    EngineConfig,
+    EngineRun,
+    Parts,
+    Request,
+)
+from sampling_harness.suites.spec_decode.engine.toy import ToyModel
 
 DEFAULT_PARTS = {"proposer": ("spec-decode", "torch-proposer"),
                  "handover": ("draft-probs", "torch-draft-probs"),

@@ -1,5 +1,5 @@
 """Batch invariance, exact: a request drawn with the same seed gives the same output whatever
-else is in its batch. Shared by families sample, sample-logits and rejection.
+else is in its batch. Shared by families sample, sample-logits, rejection and tree-rejection.
 
 A batch is a list of requests, each its own row(s) of the family's inputs (an ``Adapter``
 draws and assembles them) and, with per-request seeds, its own seed (-1: unseeded). Each
