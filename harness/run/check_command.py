@@ -64,6 +64,7 @@ def run_check(family: str, given: RunOptions) -> int:
     from sampling_harness.scale import distributed, xdist_gpus
 
     families = list(FAMILIES) if family == "all" else [family]
+    report_dir = report_dir_of(given.report_dir)
     device = resolve_device(given.device)
     if given.sanitize:
         require_tool(given.sanitize, device)
@@ -80,7 +81,7 @@ def run_check(family: str, given: RunOptions) -> int:
         xdist_gpus.worker_specs(run.gpus or 1, device.type, per_gpu=run.workers_per_gpu or 1)
     shard = distributed.SINGLE if launch is None else \
         distributed.init(launch, device.type, run.call_timeout)
-    report_dir = distributed.agree(report_dir_of(run.report_dir), shard)
+    report_dir = distributed.agree(report_dir, shard)
     if shard.rank == 0:
         writable(report_dir)
     declared = declaring_files()
@@ -91,15 +92,9 @@ def run_check(family: str, given: RunOptions) -> int:
 
     from sampling_harness.run.guest import run_pytest
 
-    ahead = precompile_ahead(run, device, families, report_dir) \
-        if shard.world == 1 and not run.sanitize else None
-    try:    # only the plugins the run needs, in its xdist workers too (run/guest.py)
-        code = run_pytest(pytest_args)
-    finally:
-        if ahead is not None:
-            summary = precompile.stop(*ahead)
-            if summary:
-                print(summary)
+    alone = shard.world == 1 and not run.sanitize
+    with precompile_ahead(run, device, families, report_dir) if alone else contextlib.nullcontext():
+        code = run_pytest(pytest_args)     # only the plugins the run needs (run/guest.py)
     if shard.world == 1:
         return _conclude(code, report_dir, run.select, families)
     try:    # rank 0 reads the report and decides; every rank exits the same way
@@ -114,17 +109,16 @@ def run_check(family: str, given: RunOptions) -> int:
 
 
 def precompile_ahead(run: RunOptions, device, families: list[str], report_dir: Path):
-    """(process, log) of the precompiler started beside a GPU run (harness/scale/precompile.py),
-    or None: a CPU run, ``--no-precompile``, or nothing listed for this run."""
+    """The precompiler beside a GPU run (harness/scale/precompile.py ``beside``), or nothing
+    to do: a CPU run, ``--no-precompile`` (or nothing listed for this run: ``start`` says)."""
     if device.type != "cuda" or not run.precompile:
-        return None
+        return contextlib.nullcontext()
     import torch
 
     major, minor = torch.cuda.get_device_capability(device)
-    log = report_dir / "precompile.log"
-    process = precompile.start(run.budget, [FAMILIES[f].suite for f in families],
-                               list(run.kernel) or None, 10 * major + minor, log)
-    return None if process is None else (process, log)
+    return precompile.beside(run.budget, [FAMILIES[f].suite for f in families],
+                             list(run.kernel) or None, 10 * major + minor,
+                             report_dir / "precompile.log")
 
 
 def _conclude(code: int, report_dir: Path, select: str | None, families: list[str]) -> int:

@@ -231,6 +231,20 @@ def stop(process: subprocess.Popen | None, log: Path) -> str | None:
     return lines[-1] if lines else "precompile: stopped before it finished"
 
 
+@contextlib.contextmanager
+def beside(budget: str, suites: list[str], kernels: list[str] | None, capability: int,
+           log: Path):
+    """Run the body with the precompiler working beside it (``start``), then end the
+    precompiler (``stop``) and print its summary line."""
+    process = start(budget, suites, kernels, capability, log)
+    try:
+        yield process
+    finally:
+        summary = stop(process, log)
+        if summary:
+            print(summary)
+
+
 def run(entries: list[dict], capability: int, processes: int) -> dict[str, int]:
     """Compile ``entries`` on ``processes`` processes (at most one per entry); the count of
     each outcome. The pool forks from a process that imported the kernels and settled their
