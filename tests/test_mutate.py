@@ -544,6 +544,7 @@ def test_all_chooses_every_site_and_says_so():
 # the original's run and the two survivors' each run every check (some 25 s each), the
 # re-keying survivor its law test (smoke's 10 s), the killed one stops at its first call,
 # the dead one is not run.
+CI_CHECK = "test_batch_invariance"   # per-request seeds, unseeded batch-mates: the four reach it
 CI_PICKS = {   # outcome -> (module, function, original, replacement, text of its line)
     "killed": ("triton_race", "float32_rows", "!=", "==", "probs.dtype != torch.float32"),
     "equivalent": ("request_seeds", "request_seeds", "31", "32", "seed >= 2**31"),
@@ -571,7 +572,7 @@ def test_ci_case_triton_exact_at_smoke(tmp_path):
     wanted = {pick(found, *where): outcome for outcome, where in CI_PICKS.items()}
     only = [word for mutant in wanted for word in ("--only", mutant)]
     code, out, _ = cli("mutate", "sample", "--kernel", "triton-exact", "--budget", "smoke",
-                       "--device", "cpu", *only, "--report-dir", str(tmp_path))
+                       "--device", "cpu", "-k", CI_CHECK, *only, "--report-dir", str(tmp_path))
     assert code == 0, out[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())
     outcomes = {m["id"]: m["outcome"] for m in report["mutants"]}
@@ -602,6 +603,8 @@ def test_ci_case_triton_exact_at_smoke(tmp_path):
     equivalent = next(m for m in report["mutants"] if m["outcome"] == "equivalent")
     assert equivalent["compared"] == report["original"]["calls"] > 20
     summary = (tmp_path / "summary.md").read_text()
+    assert f"-k {CI_CHECK}" in summary          # the command that chooses the same mutants
+    assert report["original"]["checks"] == 1         # the -k selection, nothing else
     counts = "| 1 | 0 |" if outcomes[rekeyed] == "undecided" else "| 0 | 1 |"
     assert f"| triton-exact | smoke | cpu | 4 | 1 | 0 {counts} 1 | 1 | 0 | 0 | 100.0 % (1/1;" \
         in summary

@@ -43,8 +43,11 @@ def add_arguments(parser) -> None:
         "action": "store", "default": None, "required": True,
         "help": "the kernel to mutate: registered name, package.module:attr or "
                 "path/to/file.py:attr (a Python function)"})
-    add_to_argparse(parser, ("device", "budget", "seed", "call_timeout", "family_alpha",
-                             "memory_budget", "gpus", "workers_per_gpu"),
+    add_to_argparse(parser, ("device", "budget", "select", "seed", "call_timeout",
+                             "family_alpha", "memory_budget", "gpus", "workers_per_gpu"),
+                    select={"help": "pytest -k selection of the family's checks that the "
+                                    "original and every mutant run (default: all of them; "
+                                    "a mutant only these checks can see counts)"},
                     seed={"help": "harness seed: the checks' seeds, and the choice of mutants "
                                   "unless --mutant-seed is given"},
                     call_timeout={"default": None, "help": "seconds one call of a mutant "
@@ -106,6 +109,7 @@ def command_line(args) -> str:
     run = RunOptions.from_namespace(args)
     words = ["sampling-harness", "mutate", args.family, "--kernel", run.kernel[0], "--budget",
              run.budget, "--device", run.device, "--seed", str(run.seed)]
+    words += ["-k", run.select] if run.select else []
     words += [w for name in args.only for w in ("--only", name)] if args.only else \
         ["--all"] if args.all else ["--mutants", str(args.mutants)]
     if args.mutant_seed is not None:
@@ -158,7 +162,7 @@ def run_mutate(args, report_dir: Path) -> int:
     budget = run.memory_budget or (memory.default_budget(device, per_gpu)
                                    if device.type == "cuda" else None)
     settings = Settings(args.family, device.type, run.budget, run.seed, run.family_alpha,
-                        budget, run.call_timeout or 600.0, gpus, per_gpu)
+                        budget, run.call_timeout or 600.0, gpus, per_gpu, run.select)
     print(f"mutate {args.family} / {target}: {len(sites)} sites in "
           f"{len(found.units)} modules, "
           + ("the original alone (--reach)" if args.reach else

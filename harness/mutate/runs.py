@@ -45,6 +45,7 @@ class Settings:
     call_timeout: float
     gpus: list[str]            # CUDA_VISIBLE_DEVICES entries, one per slot group (GPU runs)
     per_gpu: int
+    select: str | None = None  # pytest -k: the checks every child runs (None: all)
 
     @property
     def workers(self) -> int:
@@ -80,7 +81,8 @@ def command(settings: Settings, target: str, report_dir: Path,
                        "memory_budget": budget_words(settings.memory_budget),
                        # the recorder and the probes live in this child's process: its checks
                        # run there, and a mutant's fault takes only this child down
-                       "isolation": "none", "precompile": False})]
+                       "isolation": "none", "precompile": False}),
+            *(["-k", settings.select] if settings.select else [])]
 
 
 def environment(settings: Settings, source_root: Path, record: Path, *, slot: int,
