@@ -1,7 +1,9 @@
 """Tests run the Triton kernels through the interpreter on machines without a GPU."""
 
+import json
 import os
 import tempfile
+from pathlib import Path
 
 import torch
 
@@ -18,13 +20,17 @@ if os.environ.get("PYTEST_XDIST_WORKER"):      # `pytest -n 2` (CI): one core a 
     torch.set_num_threads(1)
 
 
+MEASURED = json.loads((Path(__file__).parent / "durations.json").read_text())
+
+
 def pytest_collection_modifyitems(config, items):
-    """The long tests first, longest first (``@pytest.mark.long(seconds)``: about that long
-    on CI's 2 cores): pytest-xdist hands the first items out in turn, so each worker starts
-    on a long one and the short ones fill the end, instead of a five-minute test starting
-    last and running alone."""
+    """The long tests first, longest first (``@pytest.mark.long(seconds)``, or the seconds
+    tests/durations.json holds: each test of 10 s or more in a CI rehearsal, pytest
+    ``--durations``, setup and call): pytest-xdist hands the first items out in turn, so
+    each worker starts on a long one and the short ones fill the end, instead of a
+    five-minute test starting last and running alone. A test in neither counts 0."""
     def seconds(item) -> float:
         mark = item.get_closest_marker("long")
-        return mark.args[0] if mark else 0.0
+        return max(mark.args[0] if mark else 0.0, MEASURED.get(item.nodeid, 0.0))
 
     items.sort(key=seconds, reverse=True)        # stable: the rest keep their order
