@@ -9,6 +9,7 @@ seed).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from sampling_harness.kernels.logprobs.torch_logprobs import Pieces as Processing
@@ -75,10 +76,13 @@ def topk_off_by_one(logits, temperature, top_k, top_p, seed):
 
 
 def _float32_floored(shape, device, seed):
-    """q = -log(u) in float32, u a 24-bit uniform (midpoints of 2^-24 cells): q >= 3e-8, as
-    CUDA's float32 ``exponential_`` (q >= 2^-24)."""
+    """q = -log(u), u a 24-bit uniform (midpoints of 2^-24 cells, the log in float64): q >=
+    3e-8, as CUDA's float32 ``exponential_`` (q >= 2^-24)."""
+    if torch.device(device).type == "cpu":      # numpy's PCG64: 5x faster than torch's here
+        u = np.random.default_rng(seed).random(tuple(shape), dtype=np.float32)
+        return torch.from_numpy(-np.log(u.astype(np.float64) + 2.0**-25))
     u = torch.rand(shape, generator=seeded_generator(device, seed), device=device)
-    return u.add_(2.0**-25).log_().neg_()
+    return u.to(torch.float64).add_(2.0**-25).log_().neg_()    # in float32, u + 2^-25 = 1
 
 
 def fp32_noise_floor(logits, temperature, top_k, top_p, seed):
