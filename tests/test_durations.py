@@ -8,14 +8,14 @@ from sampling_harness.scale.schedule import dealt, longest_first
 
 def test_durations_round_trip_per_device_and_budget(tmp_path, monkeypatch):
     monkeypatch.setenv("SAMPLING_HARNESS_CACHE", str(tmp_path))
-    assert durations.load("cuda", "quick") == {}
+    assert durations.remembered("cuda", "quick") == {}
     durations.remember("cuda", "quick", {"a": 1.234, "b": 7.0})
     durations.remember("cuda", "quick", {"b": 3.0})
     durations.remember("cpu", "quick", {"a": 9.0})
-    assert durations.load("cuda", "quick") == {"a": 1.23, "b": 3.0}
-    assert durations.load("cuda", "standard") == {}
+    assert durations.remembered("cuda", "quick") == {"a": 1.23, "b": 3.0}
+    assert durations.remembered("cuda", "standard") == {}
     (tmp_path / durations.FILE).write_text("{not json")
-    assert durations.load("cuda", "quick") == {}        # unreadable: no order, no error
+    assert durations.remembered("cuda", "quick") == {}     # unreadable: no order, no error
 
 
 def item(nodeid, many=False):

@@ -82,11 +82,11 @@ def test_describe_keeps_json_scalars_and_the_options_that_differ():
 def test_nothing_listed_starts_nothing(tmp_path, monkeypatch):
     """A missing or unreadable list, or no entry for the run: no process, no summary."""
     monkeypatch.setattr(precompile, "VARIANTS", tmp_path / "missing.json")
-    assert precompile.load() == []
+    assert precompile.listed() == []
     assert precompile.start("quick", ["sample"], None, 90, tmp_path / "log") is None
     assert precompile.stop(None, tmp_path / "log") is None
     (tmp_path / "bad.json").write_text("{not json")
-    assert precompile.load(tmp_path / "bad.json") == []
+    assert precompile.listed(tmp_path / "bad.json") == []
 
 
 def test_the_shipped_list_names_kernels_that_exist():
@@ -94,7 +94,7 @@ def test_the_shipped_list_names_kernels_that_exist():
     parameters (a renamed kernel or parameter needs a new list)."""
     import importlib
 
-    for item in precompile.load():
+    for item in precompile.listed():
         module, _, name = item["kernel"].partition(":")
         fn = getattr(importlib.import_module(module), name)
         assert list(item["signature"]) == list(fn.arg_names), item["kernel"]

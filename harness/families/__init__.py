@@ -25,7 +25,7 @@ from sampling_harness.budgets import BUDGET_NAMES
 from sampling_harness.errors import HarnessError
 from sampling_harness.words import did_you_mean
 
-if TYPE_CHECKING:     # light to import: the pytest plugin reads GROUP and declaring_files
+if TYPE_CHECKING:     # light to import: the pytest plugin reads FAMILY_GROUP and declaring_files
     import torch
 
 
@@ -205,7 +205,7 @@ def accepts(fn: Callable, option: str) -> bool:
                or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
-GROUP = "sampling_harness.families"
+FAMILY_GROUP = "sampling_harness.families"
 
 
 class Families(Mapping):
@@ -214,7 +214,7 @@ class Families(Mapping):
     family, and an outside package adds one by naming it in its metadata. ``sample`` first,
     then by name."""
 
-    def __init__(self, group: str = GROUP):
+    def __init__(self, group: str = FAMILY_GROUP):
         self.group = group
         self._found: dict[str, Family] | None = None
 
@@ -248,7 +248,7 @@ class Families(Mapping):
 FAMILIES = Families()
 
 
-def family_names(group: str = GROUP) -> list[str]:
+def family_names(group: str = FAMILY_GROUP) -> list[str]:
     """The installed families' names, from the entry points alone (no family is loaded: a
     command's help and usage never fail on a family that cannot be imported), ``sample``
     first."""
@@ -256,7 +256,7 @@ def family_names(group: str = GROUP) -> list[str]:
     return sorted(names, key=lambda name: (name != "sample", name))
 
 
-def declaring_files(group: str = GROUP) -> dict[str, Path]:
+def declaring_files(group: str = FAMILY_GROUP) -> dict[str, Path]:
     """Each installed family's name -> the file of the module that declares it, from the entry
     points, without importing a family (only the packages above each module): what a pytest
     run collects to make the family's test items (``sampling_harness.run.plugin``)."""

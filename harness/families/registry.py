@@ -37,7 +37,7 @@ from sampling_harness.errors import HarnessError
 from sampling_harness.families import FAMILIES, Peer
 from sampling_harness.words import did_you_mean
 
-GROUP = "sampling_harness.kernels."
+KERNEL_GROUP_PREFIX = "sampling_harness.kernels."
 ROLES = ("kernel", "baseline", "mutant")
 
 
@@ -89,7 +89,7 @@ def _load(target: str):
 
 def group(family: str) -> str:
     """The entry-point group of ``family`` (group names allow no hyphens)."""
-    return GROUP + family.replace("-", "_")
+    return KERNEL_GROUP_PREFIX + family.replace("-", "_")
 
 
 def _package(ep) -> str:

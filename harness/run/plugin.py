@@ -75,9 +75,9 @@ def harness_environment(env=None):
 def declarations() -> dict[Path, tuple[str, str]]:
     """Each installed family's declaring module file -> (family name, module name), from the
     entry points, importing no family (only the packages above each module)."""
-    from sampling_harness.families import GROUP, declaring_files
+    from sampling_harness.families import FAMILY_GROUP, declaring_files
 
-    modules = {ep.name: ep.module for ep in entry_points(group=GROUP)}
+    modules = {ep.name: ep.module for ep in entry_points(group=FAMILY_GROUP)}
     return {path: (name, modules[name]) for name, path in declaring_files().items()}
 
 
@@ -288,7 +288,7 @@ def pytest_collection_modifyitems(session, config, items):
     from sampling_harness.scale import durations, schedule
 
     if hasattr(config, "workerinput"):
-        schedule.for_workers(items, durations.load(state.device.type, state.budget),
+        schedule.for_workers(items, durations.remembered(state.device.type, state.budget),
                              int(config.workerinput.get("workercount", 1)),
                              durations.measured(state.device.type, state.budget))
     state.statistical_checks = state.pinned_checks or sum(

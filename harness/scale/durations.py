@@ -43,7 +43,7 @@ def _read(path: Path | None = None) -> dict:
     return document if isinstance(document, dict) else {}
 
 
-def load(device_type: str, budget: str) -> dict[str, float]:
+def remembered(device_type: str, budget: str) -> dict[str, float]:
     """{check node id: seconds} of the latest runs on this device type at this budget."""
     return _seconds(_read(), device_type, budget)
 

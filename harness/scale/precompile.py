@@ -180,7 +180,7 @@ def record(logs: dict[str, str]) -> dict:
                      "--device cuda` (harness/scale/precompile.py)", "variants": ordered}
 
 
-def load(path: Path | None = None) -> list[dict]:
+def listed(path: Path | None = None) -> list[dict]:
     """The shipped entries (none when the file is missing or unreadable)."""
     try:
         document = json.loads((path or VARIANTS).read_text())
@@ -192,7 +192,7 @@ def load(path: Path | None = None) -> list[dict]:
 def start(budget: str, suites: list[str], kernels: list[str] | None, capability: int,
           log: Path) -> subprocess.Popen | None:
     """Launch the precompiler beside a run (module doc); None when nothing is listed."""
-    if not chosen(load(), budget, suites, kernels):
+    if not chosen(listed(), budget, suites, kernels):
         return None
     command = [sys.executable, "-c", "import sys; from sampling_harness.scale.precompile import "
                "main; sys.exit(main(sys.argv[1:]))", "--budget", budget,
@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(document['variants'])} variants written to {VARIANTS}")
         return 0
     settle_cache_keys()
-    entries = load()
+    entries = listed()
     suites = args.suites if args.suites is not None else sorted(
         {suite for e in entries for suite, _ in e["users"]})
     todo = chosen(entries, args.budget, suites, args.kernels)

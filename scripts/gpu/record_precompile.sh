@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from sampling_harness.scale import precompile
 precompile.settle_cache_keys()
-entries = precompile.load(Path(sys.argv[1]))
+entries = precompile.listed(Path(sys.argv[1]))
 stale = [e for e in entries if precompile.cache_key(e, 90) != e["key"]]
 kernels = sorted({e["kernel"].rsplit(".", 1)[-1] for e in stale})
 print(f"{len(stale)} of {len(entries)} listed variants stale: {kernels}")
