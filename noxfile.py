@@ -22,7 +22,8 @@ def _install(session, offline: bool = False) -> None:
 def tests(session):
     """The unit tests and the self-test, on CPU (Triton through its interpreter)."""
     _install(session)
-    session.run("pytest", "tests", "-q", "-n", "2", env={"TRITON_INTERPRET": "1"})
+    session.run("pytest", "tests", "-q", "-n", "2", "--dist", "worksteal",
+                env={"TRITON_INTERPRET": "1"})
 
 
 @nox.session

@@ -32,7 +32,7 @@ PLACEHOLDERS = ("top_n", "top-n")
 COMMITTED_PATH = re.compile(r"\b([0-9a-f]{7,40}):"
                             r"((?:scripts|tests|benchmarks|harness|kernels)/[\w./-]*\w)")
 HISTORY = re.compile(r"20[0-9]{2}-[0-9]{2}-[0-9]{2}|stop [0-9]+|issue [0-9]+")
-TEST_COMMAND = "TRITON_INTERPRET=1 python -m pytest tests -q -n 2"
+TEST_COMMAND = "TRITON_INTERPRET=1 python -m pytest tests -q -n 2 --dist worksteal"
 
 
 def _name(path: Path) -> str:
