@@ -34,8 +34,9 @@ def pytest_collection_modifyitems(config, items):
         return max(mark.args[0] if mark else 0.0, MEASURED.get(item.nodeid, 0.0))
 
     items.sort(key=seconds, reverse=True)        # stable: the rest keep their order
-    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    if config.getoption("dist", "no") == "worksteal" and workers > 1:
+    worker = getattr(config, "workerinput", {})       # xdist sets a worker's dist to "no"
+    workers = int(worker.get("workercount", 1))
+    if "worksteal" in " ".join(worker.get("mainargv", ())) and workers > 1:
         # worksteal deals the list out in contiguous shares, one a worker, and an idle
         # worker steals the back half of another's pending tests: dealt round-robin first,
         # each share starts with its own long tests, longest first
