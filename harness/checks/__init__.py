@@ -3,8 +3,9 @@
 Each suite (suites/<family>/) holds its family's own checks and imports only itself and
 the harness; what a second family needs moves here. The modules:
 
-* ``fits``: the verdict of a set of goodness-of-fit tests (``fit_verdict``), and the law
-  test of one table of counts against its exact law (``law_test``, ``laws_outcome``);
+* ``fits``: the verdict of a set of goodness-of-fit tests (``fit_verdict``; per-row fits with
+  a coarse test, ``coarse_fit_verdict``), and the law test of one table of counts against
+  its exact law (``law_test``, ``laws_outcome``);
 * ``independence``: the pairings of two calls' draws under seeds s and s + 1 and their
   verdict;
 * ``greedy``: greedy rows compared exactly with the reference's;

@@ -43,6 +43,18 @@ def fit_verdict(ctx, results: list[dict], alpha: float,
                                            "plot": plot})
 
 
+def coarse_fit_verdict(ctx, results: list[dict], alpha: float,
+                       message: Callable[[list[dict], dict], str], effect: str) -> Outcome:
+    """``fit_verdict`` of per-row fits that each run a ``coarse`` test (equal-mass bins) beside
+    finer ones: the samples are the coarse tests' draws, the minimum detectable effect the
+    largest total variation a coarse test detects."""
+    coarse = [r for r in results if r["test"] == "coarse"]
+    return fit_verdict(ctx, results, alpha, message,
+                       samples=sum(r["draws"] for r in coarse),
+                       min_detectable_effect=max(r["min_detectable_tv"] for r in coarse),
+                       effect=effect)
+
+
 def law_test(name: str, counts: np.ndarray, law: np.ndarray, alpha: float, power: float,
              max_bins: int | None = None) -> dict:
     """Test one table of counts against its law (``law_fit``); a result record with its

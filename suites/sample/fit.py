@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from sampling_harness.checks.fits import fit_verdict
+from sampling_harness.checks.fits import coarse_fit_verdict
 from sampling_harness.reference.categorical import exact_probs
 from sampling_harness.report.plots import counts_plot
 from sampling_harness.stats.chisquare import planned_samples
@@ -64,12 +64,9 @@ def summarise(ctx, results: list[dict], alpha: float, tv: float) -> Outcome:
         return (f"{len({r['row'] for r in results})} distributions fit; smallest p = "
                 f"{worst['p_value']:.2g} ({worst['row']}, {worst['test']})")
 
-    coarse = [r for r in results if r["test"] == "coarse"]
-    return fit_verdict(ctx, results, alpha, message,
-                       samples=sum(r["draws"] for r in coarse),
-                       min_detectable_effect=max(r["min_detectable_tv"] for r in coarse),
-                       effect=f"total variation on <= {ctx.budget.fit_max_bins} equal-mass "
-                              f"bins (target {tv:g})")
+    return coarse_fit_verdict(ctx, results, alpha, message,
+                              effect=f"total variation on <= {ctx.budget.fit_max_bins} "
+                                     f"equal-mass bins (target {tv:g})")
 
 
 def fit_curated(ctx) -> Outcome:

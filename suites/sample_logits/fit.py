@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from sampling_harness.checks.fits import fit_verdict
+from sampling_harness.checks.fits import coarse_fit_verdict
 from sampling_harness.families import accepts
 from sampling_harness.report.plots import counts_plot
 from sampling_harness.stats.chisquare import planned_samples
@@ -109,12 +109,9 @@ def outcome(ctx, results: list[dict], alpha: float, tv: float) -> Outcome:
         return (f"{rows} processed rows fit ({ambiguous} ambiguous tokens accepted either "
                 f"way); smallest p = {worst['p_value']:.2g} ({worst['row']}, {worst['test']})")
 
-    coarse = [r for r in results if r["test"] == "coarse"]
-    return fit_verdict(ctx, results, alpha, message,
-                       samples=sum(r["draws"] for r in coarse),
-                       min_detectable_effect=max(r["min_detectable_tv"] for r in coarse),
-                       effect=f"total variation over the surely kept tokens, on <= "
-                              f"{ctx.budget.fit_max_bins} equal-mass bins (target {tv:g})")
+    return coarse_fit_verdict(ctx, results, alpha, message,
+                              effect=f"total variation over the surely kept tokens, on <= "
+                                     f"{ctx.budget.fit_max_bins} equal-mass bins (target {tv:g})")
 
 
 def fit_curated(ctx) -> Outcome:
