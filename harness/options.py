@@ -195,7 +195,8 @@ class RunOptions:
     workers_per_gpu: int | None = _option(
         "--workers-per-gpu", "W pytest-xdist workers share each GPU (Triton's compilation and "
         "the host's work run in parallel; default for check all on a GPU: half the CPU cores, "
-        "at most 8); see docs/scale-out.md", type=positive(int), metavar="W")
+        "at most 8; on a CPU: one a core, at most 8); see docs/scale-out.md",
+        type=positive(int), metavar="W")
     isolation: str = _option(
         "--isolation", "worker: the checks run in pytest-xdist worker processes, so a kernel "
         "that crashes, asserts or hangs fails its check and a fresh worker runs the rest; "
@@ -274,11 +275,11 @@ class RunOptions:
             raise HarnessError("check all runs every registered kernel and baseline; name a "
                                "family to check --kernel targets")
         per_gpu = self.workers_per_gpu
-        if per_gpu is None and family == "all" and cuda and not torchrun and \
+        if per_gpu is None and family == "all" and not torchrun and \
                 not self.sanitize and not self.select:
-            from sampling_harness.scale.xdist_gpus import default_workers_per_gpu
+            from sampling_harness.scale.xdist_gpus import default_workers
 
-            per_gpu = default_workers_per_gpu()
+            per_gpu = default_workers(cuda)
         if torchrun and (xdist or (self.gpus or 1) * (per_gpu or 1) > 1):
             raise HarnessError(f"{flag('gpus')} / {flag('workers_per_gpu')} (pytest-xdist) "
                                f"and torchrun do not mix: spread independent checks or shard "

@@ -41,3 +41,15 @@ def test_the_chain_float32_floor_streams_at_least_2_29_requests_at_standard():
         assert planned >= 2**29
         caught = stats.binom.sf(0, planned, 2.0**-24)
         assert caught > 0.99
+
+
+def test_the_validation_holds_a_large_lists_counts_only_while_it_is_unchanged():
+    from sampling_harness.suites.rejection.contract import host_counts
+
+    counts = [1] * 2**16
+    assert host_counts(counts).sum() == 2**16
+    assert host_counts(counts) is host_counts(counts)        # held: not converted again
+    counts[5] = 3                                            # the same list, changed
+    assert host_counts(counts)[5] == 3 and host_counts(counts).sum() == 2**16 + 2
+    assert host_counts(list(counts)).sum() == 2**16 + 2       # an equal list: converted
+    assert host_counts((2, 0, 1)).tolist() == [2, 0, 1]      # a tuple, a short list: as is

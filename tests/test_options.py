@@ -215,14 +215,23 @@ def test_the_rules_between_options_are_one_function(plugin, flags):
     assert RunOptions(gpus=2).resolve(family="sample") == RunOptions(gpus=2)
 
 
-def test_check_all_on_a_gpu_implies_workers_per_gpu(monkeypatch):
+def test_check_all_implies_workers_per_gpu_and_on_a_cpu_one_a_core(monkeypatch):
     from sampling_harness.options import RunOptions
     from sampling_harness.scale import xdist_gpus
 
-    monkeypatch.setattr(xdist_gpus, "default_workers_per_gpu", lambda: 5)
+    monkeypatch.setattr(xdist_gpus, "default_workers", lambda cuda: 5 if cuda else 3)
     assert RunOptions().resolve(family="all", cuda=True).workers_per_gpu == 5
+    assert RunOptions().resolve(family="all", cuda=False).workers_per_gpu == 3
     for given, family, cuda, torchrun in [(RunOptions(), "sample", True, False),
-                                          (RunOptions(), "all", False, False),
+                                          (RunOptions(), "sample", False, False),
                                           (RunOptions(select="test_tail"), "all", True, False),
                                           (RunOptions(workers_per_gpu=2), "all", True, False)]:
         assert given.resolve(family=family, cuda=cuda, torchrun=torchrun) == given
+
+
+def test_the_default_workers_follow_the_cores(monkeypatch):
+    from sampling_harness.scale import xdist_gpus
+
+    for cores, gpu, cpu in [(1, 1, None), (2, 1, 2), (16, 8, 8), (64, 8, 8)]:
+        monkeypatch.setattr(xdist_gpus.os, "cpu_count", lambda c=cores: c)
+        assert (xdist_gpus.default_workers(True), xdist_gpus.default_workers(False)) == (gpu, cpu)

@@ -101,7 +101,7 @@ def _workers(run: RunOptions, device) -> tuple[list[str], int]:
     gpus = xdist_gpus.visible_gpus("cuda")
     if (run.gpus or 1) > len(gpus):
         raise HarnessError(f"--gpus {run.gpus} asked for, but torch sees {len(gpus)} GPUs")
-    return gpus[:run.gpus or 1], run.workers_per_gpu or xdist_gpus.default_workers_per_gpu()
+    return gpus[:run.gpus or 1], run.workers_per_gpu or xdist_gpus.default_workers(True)
 
 
 def command_line(args) -> str:

@@ -43,11 +43,16 @@ DEFAULT_WORKERS_PER_GPU = 8     # check all on a GPU: at most this many workers 
 COMPILE_LOCK = ("TRITON_CACHE_MANAGER", "sampling_harness.scale.compile_lock:LockingCacheManager")
 
 
-def default_workers_per_gpu() -> int:
-    """Workers per GPU for ``check all`` on a GPU when none is asked for: half the CPU cores
-    (each worker compiles Triton kernels and builds batches on the host), at most
-    DEFAULT_WORKERS_PER_GPU; 1 where that leaves fewer than 2."""
-    return max(1, min(DEFAULT_WORKERS_PER_GPU, (os.cpu_count() or 2) // 2))
+def default_workers(cuda: bool) -> int | None:
+    """Workers for ``check all`` when none is asked for. On a GPU, per GPU: half the CPU
+    cores (each worker compiles Triton kernels and builds batches on the host), at most
+    DEFAULT_WORKERS_PER_GPU, and 1 where that leaves fewer than 2. On a CPU: one a core, at
+    most DEFAULT_WORKERS_PER_GPU (Triton's interpreter runs a kernel on one core; each
+    worker's torch then takes one thread), None (one process) on a single core."""
+    cores = os.cpu_count() or 1
+    if cuda:
+        return max(1, min(DEFAULT_WORKERS_PER_GPU, cores // 2))
+    return min(DEFAULT_WORKERS_PER_GPU, cores) if cores > 1 else None
 
 
 def installed() -> bool:

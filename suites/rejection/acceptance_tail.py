@@ -53,6 +53,7 @@ from sampling_harness.checks.rare_wins import (
     tail_outcome,
 )
 from sampling_harness.stats.binomial import min_detectable_rate
+from sampling_harness.suites.rejection.requests import leading
 from sampling_harness.verdict import Outcome
 
 VOCAB = 2
@@ -118,7 +119,7 @@ def acceptance_tail(ctx) -> Outcome:
 
         def draw(count):
             n = min(count, inputs["target_probs"].shape[0])
-            batch = {name: value[:n] for name, value in inputs.items()}
+            batch = leading(inputs, n)
             out = ctx.runner.call(batch, next(seeds))
             return int((out[:, 0] == batch["draft_token_ids"]).sum()), n
         return accept, VOCAB, draw
@@ -132,8 +133,7 @@ def acceptance_tail(ctx) -> Outcome:
 
         def draw_floor(count):
             n = min(count, inputs["target_probs"].shape[0])
-            out = ctx.runner.call({name: value[:n] for name, value in inputs.items()},
-                                  next(seeds))
+            out = ctx.runner.call(leading(inputs, n), next(seeds))
             return int((out[:, 0] == inputs["draft_token_ids"][:n]).sum()), n
         ctx.plan(ctx.shard.size(planned) * VOCAB)
         found = sequential_wins(draw_floor, planned, accept, alpha_look, ctx.shard)

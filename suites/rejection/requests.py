@@ -73,3 +73,12 @@ def adversarial_draft(p: np.ndarray, q: np.ndarray, position: int,
         positive = np.flatnonzero(allowed & (p > 0))
         return int(positive[np.argmin(p[positive])])
     return int(rng.choice(np.flatnonzero(allowed)))
+
+
+def leading(inputs: dict, n: int) -> dict:
+    """The first ``n`` requests of a batch of one-draft requests: the batch itself when
+    that is all of it (its draft-count list kept, not copied: the contract's validation
+    holds the counts of the list it saw last, suites/rejection/contract.py)."""
+    if n == len(inputs["num_draft_tokens"]):
+        return inputs
+    return {name: value[:n] for name, value in inputs.items()}

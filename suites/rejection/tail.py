@@ -31,6 +31,7 @@ from sampling_harness.checks.rare_wins import (
     tail_row,
 )
 from sampling_harness.reference.rejection import residual
+from sampling_harness.suites.rejection.requests import leading
 from sampling_harness.verdict import Outcome
 
 
@@ -64,8 +65,7 @@ def tail(ctx) -> Outcome:
 
         def draw(count):
             n = min(count, rows)
-            out = ctx.runner.call({name: value[:n] for name, value in inputs.items()},
-                                  next(seeds))
+            out = ctx.runner.call(leading(inputs, n), next(seeds))
             return int(rare_t[out[:, 0]].sum()), n
         return float(np.sum(np.sort(residual(p, q)[rare]))), int(p.size), draw
 
