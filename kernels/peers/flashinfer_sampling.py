@@ -177,7 +177,7 @@ def flashinfer_rejection(draft_token_ids: torch.Tensor, num_draft_tokens,
     target = target_probs.new_zeros(batch, width + 1, target_probs.shape[1])
     target[:, :width] = target_probs[rows]
     target[:, :width].masked_fill_(~real[..., None], 0.0)
-    target[torch.arange(batch, device=device), width, bonus_token_ids] = 1.0
+    target.select(1, width).scatter_(1, bonus_token_ids[:, None], 1.0)   # no host index
     if draft_probs is None:
         draft = target_probs.new_zeros(batch, width, target_probs.shape[1])
         draft.scatter_(2, drafts[..., None], real[..., None].to(draft.dtype))

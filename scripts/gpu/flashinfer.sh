@@ -24,8 +24,8 @@
 #           /tmp/flashinfer-jit, kept while the machine is)
 #   checks  `check FAMILY --kernel PEER --budget $BUDGET (standard) --device cuda` for the
 #           three peers, each on its own GPU when several are visible, else one after another
-#   bench   the bench tables of the three families with --cuda-graph (the peer in the
-#           table, each row's ratio to it), `--repeat 2 --calls 20`
+#   bench   the bench tables of every family (FAMILIES) with --cuda-graph, the peers in
+#           theirs (each row's ratio to the peer), `--repeat 2 --calls 20`
 # Everything lands in /tmp/flashinfer (logs, reports), packed into $OUT/flashinfer.tgz.
 set -u
 WHEEL_DIR=${WHEEL_DIR:-.whl}    # a rehearsal elsewhere: WHEEL_DIR=DIR
@@ -174,8 +174,9 @@ if [[ " $ONLY " == *" checks "* ]]; then
   [ "$gpus" -gt 1 ] && cat "$out"/check-*.step
 fi
 
-if [[ " $ONLY " == *" bench "* ]]; then
-  for family in sample sample-logits rejection; do
+if [[ " $ONLY " == *" bench "* ]]; then     # every family's table, the peers in theirs
+  for family in ${FAMILIES:-sample sample-logits rejection logprobs draft-probs \
+                 logits-processors tree-rejection}; do
     STEP_TAIL=30 bench "bench-$family" 150 "$family" --repeat 2 --calls 20
   done
 fi
