@@ -101,3 +101,16 @@ def test_fresh_lists_are_copies_down_to_their_immutable_items():
     fresh["counts"][0] = 9
     fresh["token_ids"][1].append(7)
     assert inputs == {"counts": [1, 2, 3], "token_ids": [[0, 1], [2]]}
+
+
+def test_a_long_lists_type_scan_is_held_only_while_the_list_is_unchanged():
+    from sampling_harness.run.guard import fresh_list
+
+    counts = [1] * 2**16
+    copied = fresh_list(counts)
+    assert copied == counts and copied is not counts
+    assert fresh_list(counts) == counts                    # held: the scan not repeated
+    counts[7] = [3]                                        # the same list, now nested
+    nested = fresh_list(counts)
+    nested[7].append(4)                                    # deep-copied: the original intact
+    assert counts[7] == [3]

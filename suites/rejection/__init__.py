@@ -17,7 +17,12 @@ from sampling_harness.suites.rejection import (
     tail,
     validity,
 )
-from sampling_harness.suites.rejection.contract import BUDGETS, bench_batch, validate_output
+from sampling_harness.suites.rejection.contract import (
+    BUDGETS,
+    bench_batch,
+    output_bytes,
+    validate_output,
+)
 from sampling_harness.suites.rejection.floor import rejection_floor_bytes
 
 CHECKS = (
@@ -163,8 +168,7 @@ FAMILY = Family(
          "int32/int64 [B, max(num_draft_tokens) + 1]: accepted drafts, one recovered or bonus "
          "token, then -1"),
     validate=validate_output,
-    output_bytes=lambda inputs: 8 * len(inputs["num_draft_tokens"])
-    * (max(inputs["num_draft_tokens"], default=0) + 1),
+    output_bytes=output_bytes,
     draws=lambda inputs: inputs["target_probs"].numel(),
     budgets=BUDGETS,
     checks=CHECKS,

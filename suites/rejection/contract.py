@@ -125,6 +125,12 @@ class _HeldCounts:
 host_counts = _HeldCounts()
 
 
+def output_bytes(inputs: dict) -> int:
+    """The bytes of an int64 output [B, max(num_draft_tokens) + 1]."""
+    counts = host_counts(inputs["num_draft_tokens"])
+    return 8 * counts.size * (int(counts.max(initial=0)) + 1)
+
+
 def _check_layout(out: object, inputs: dict) -> torch.Tensor:
     counts = host_counts(inputs["num_draft_tokens"])
     batch, width = counts.size, int(counts.max(initial=0)) + 1
