@@ -206,12 +206,12 @@ def _validate_rejections(out, inputs, accepted, emitted, starts, counts, greedy,
         t = where[index]
         d, y = drafts[t], emitted[index]
         p_y, p_d = target[t, y], target[t, d]
-        if draft is not None:
+        if draft is not None:       # the rows of the stopped requests only: T x V is large
             q_y, q_d = draft[t, y], draft[t, d]
-            residual_mass = (target > draft).any(1)[t]
+            residual_mass = (target[t] > draft[t]).any(1)
         else:  # q one-hot at the draft: the residual is p without the draft
             q_y, q_d = (y == d).to(p_y.dtype), torch.ones_like(p_d)
-            residual_mass = (target > 0).sum(1)[t] > (p_d > 0).long()
+            residual_mass = (target[t] > 0).sum(1) > (p_d > 0).long()
         in_support = torch.where(residual_mass, p_y > q_y, p_y > 0)
         random_rows = ~greedy[index]
         flagged = torch.zeros_like(stopped)
