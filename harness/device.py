@@ -36,3 +36,7 @@ def use_triton_interpreter_without_gpu(env: dict | None = None) -> None:
     plugin``) and by the test suite's conftest."""
     if not torch.cuda.is_available():
         (os.environ if env is None else env).setdefault("TRITON_INTERPRET", "1")
+    if env is None and os.environ.get("TRITON_INTERPRET") == "1":
+        from sampling_harness.run.interpreter_calls import install
+
+        install()      # the interpreter without its repeated patching (run/interpreter_calls.py)

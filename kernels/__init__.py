@@ -5,10 +5,3 @@ harness nor the suites. Every kernel is registered by an entry point in pyprojec
 (group ``sampling_harness.kernels.<family>``); baselines and mutants carry their metadata
 beside their code (``kernels/meta.py``).
 """
-
-import os as _os
-
-if _os.environ.get("TRITON_INTERPRET") == "1":    # a CPU run: Triton's interpreter, lighter
-    from sampling_harness.kernels.interpreter_calls import install as _install
-
-    _install()

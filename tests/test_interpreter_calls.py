@@ -1,4 +1,4 @@
-"""The interpreter's language patching done once per launch (kernels/interpreter_calls.py)
+"""The interpreter's language patching done once per launch (harness/run/interpreter_calls.py)
 changes no output: every project Triton kernel, on its family's first CPU bench shape, draws
 the same under Triton's own patching at every helper call."""
 
@@ -17,6 +17,11 @@ TRITON_KERNELS = [(family, name) for family in FAMILIES if FAMILIES[family].benc
 
 DRAW = """
 import sys, zlib, torch
+from sampling_harness.device import use_triton_interpreter_without_gpu
+use_triton_interpreter_without_gpu()       # as the harness's processes do
+from triton.runtime import interpreter
+mode = "once" if getattr(interpreter._patch_lang, "sampling_harness", False) else "every-call"
+assert mode == sys.argv[1].rsplit("/", 1)[-1].removesuffix(".pt"), mode
 from sampling_harness.families import FAMILIES
 from sampling_harness.families.registry import load
 path, *kernels = sys.argv[1:]

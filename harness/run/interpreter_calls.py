@@ -15,7 +15,8 @@ language modules the launch has not patched yet (none, in practice: every module
 ``triton.language`` or ``triton.language.core``, whose attributes the launch set). Launches
 themselves patch and restore exactly as before. What the kernels compute is unchanged: the
 same interpreted builtins run either way (tests/test_interpreter_calls.py compares every
-kernel's outputs with and without). A GPU run never imports this path. Set
+kernel's outputs with and without). Installed by ``use_triton_interpreter_without_gpu``
+(harness/device.py) in the harness's processes and the tests'; a GPU run never installs it. Set
 ``SAMPLING_HARNESS_INTERPRETER_PATCH=every-call`` to keep Triton's own behaviour.
 """
 
