@@ -33,7 +33,8 @@ def use_triton_interpreter_without_gpu(env: dict | None = None) -> None:
     triton is first imported: choose it in ``env`` (default: this process's environment)
     when torch sees no GPU (an explicit setting wins). Called by the harness's own processes
     (its CLI, and a pytest run once it selects harness checks: ``sampling_harness.run.
-    plugin``) and by the test suite's conftest."""
+    plugin``) and by the test suite's conftest. Where this process interprets, the
+    interpreter's repeated patching goes (``sampling_harness.run.interpreter_calls``)."""
     if not torch.cuda.is_available():
         (os.environ if env is None else env).setdefault("TRITON_INTERPRET", "1")
     if env is None and os.environ.get("TRITON_INTERPRET") == "1":

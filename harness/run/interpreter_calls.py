@@ -22,6 +22,7 @@ kernel's outputs with and without). Installed by ``use_triton_interpreter_withou
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import threading
@@ -29,7 +30,9 @@ import threading
 _launch = threading.local()    # .patched: the language modules the running launch patched
 
 
+@functools.cache
 def _languages(fn) -> frozenset[int]:
+    """The ids of the language modules ``fn``'s globals hold (what Triton patches for it)."""
     import triton.language as tl
 
     return frozenset(id(value) for value in fn.__globals__.values()

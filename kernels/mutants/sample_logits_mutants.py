@@ -9,7 +9,6 @@ seed).
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from sampling_harness.kernels.logprobs.torch_logprobs import Pieces as Processing
@@ -19,7 +18,7 @@ from sampling_harness.kernels.mutants.logprobs_mutants import (
     top_k_exact,
     top_p_inclusive,
 )
-from sampling_harness.kernels.sample.torch_race import seeded_generator
+from sampling_harness.kernels.mutants.sample_mutants import float32_floored_noise
 from sampling_harness.kernels.sample_logits.torch_sample_logits import (
     Pieces,
     exponential64,
@@ -75,20 +74,10 @@ def topk_off_by_one(logits, temperature, top_k, top_p, seed):
         processing=Processing(filters=(_top_k_plus_one, top_p_keep))))
 
 
-def _float32_floored(shape, device, seed):
-    """q = -log(u), u a 24-bit uniform (midpoints of 2^-24 cells, the log in float64): q >=
-    3e-8, as CUDA's float32 ``exponential_`` (q >= 2^-24)."""
-    if torch.device(device).type == "cpu":      # numpy's PCG64: 5x faster than torch's here
-        u = np.random.default_rng(seed).random(tuple(shape), dtype=np.float32)
-        return torch.from_numpy(-np.log(u.astype(np.float64) + 2.0**-25))
-    u = torch.rand(shape, generator=seeded_generator(device, seed), device=device)
-    return u.to(torch.float64).add_(2.0**-25).log_().neg_()    # in float32, u + 2^-25 = 1
-
-
 def fp32_noise_floor(logits, temperature, top_k, top_p, seed):
     """Float32 exponential noise: tokens below ~1e-8 of the head never win."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed,
-                              Pieces(noise=_float32_floored))
+                              Pieces(noise=float32_floored_noise))
 
 
 def _one_row_of_noise(shape, device, seed):

@@ -20,19 +20,23 @@ def _exp64(probs: torch.Tensor, seed: int, rows: int | None = None) -> torch.Ten
     return noise.exponential_(generator=seeded_generator(probs.device, seed))
 
 
+def float32_floored_noise(shape, device, seed) -> torch.Tensor:
+    """float64 q = -log(u), u a 24-bit uniform (midpoints of 2^-24 cells): q >= 3e-8, as
+    CUDA's float32 ``exponential_`` (q >= 2^-24); on CPU torch's own float32 noise has no
+    floor. The uniforms come from torch's generator on a GPU and from numpy's (PCG64) on
+    the CPU: the same law, drawn 3-5x faster there (the tail checks that catch this bug draw
+    about 2.5e9 of them at standard). The log is taken in float64: in float32, u + 2^-25
+    rounds to 1 for the top cell."""
+    if torch.device(device).type == "cpu":
+        u = np.random.default_rng(seed).random(tuple(shape), dtype=np.float32)
+        return torch.from_numpy(-np.log(u.astype(np.float64) + 2.0**-25))
+    u = torch.rand(shape, generator=seeded_generator(device, seed), device=device)
+    return u.to(torch.float64).add_(2.0**-25).log_().neg_()
+
+
 def noise_floor(probs, seed):
-    """q = -log(u) with u a 24-bit uniform (midpoints of 2^-24 cells): q >= 3e-8, as CUDA's
-    float32 ``exponential_`` (q >= 2^-24); on CPU torch's own float32 noise has no floor.
-    The 24-bit uniforms come from torch's generator on a GPU and from numpy's (PCG64) on the
-    CPU: the same law, drawn three times faster there (the tail check that catches this
-    bug draws about 2.5e9 of them at standard)."""
-    if probs.device.type != "cpu":
-        u = torch.rand(probs.shape, generator=seeded_generator(probs.device, seed),
-                       device=probs.device)
-        return _race64(probs, u.to(torch.float64).add_(2.0**-25).log_().neg_())
-    u = np.random.default_rng(seed).random(tuple(probs.shape), dtype=np.float32)
-    noise = -np.log(u.astype(np.float64) + 2.0**-25)
-    return torch.from_numpy(np.argmax(probs.numpy().astype(np.float64) / noise, axis=-1))
+    """The float64 race with float32 exponential noise (``float32_floored_noise``)."""
+    return _race64(probs, float32_floored_noise(probs.shape, probs.device, seed))
 
 
 def chunked_fp32_noise(probs, seed, chunk=2048):

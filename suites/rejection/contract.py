@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from sampling_harness.errors import KernelFailure
+from sampling_harness.run.guard import HeldByList
 
 
 @dataclass(frozen=True)
@@ -104,25 +105,8 @@ def _fail(row: torch.Tensor, what: str) -> None:
                             f"{row.numel()} requests)")
 
 
-class _HeldCounts:
-    """The draft counts of the last list validated, as int64 (numpy): a check streams many
-    calls with one list of millions of requests (acceptance_tail: 2^25 a call), where the
-    conversion of each call (about 40 ns a request) would cost more than the kernel. Held
-    with a copy of the list, and used only while the list given is equal to it."""
-
-    def __init__(self):
-        self.source, self.copy, self.counts = None, None, None
-
-    def __call__(self, num_draft_tokens) -> np.ndarray:
-        if num_draft_tokens is self.source and num_draft_tokens == self.copy:
-            return self.counts
-        counts = np.asarray(num_draft_tokens, dtype=np.int64).reshape(-1)
-        if isinstance(num_draft_tokens, list) and len(num_draft_tokens) >= 2**16:
-            self.source, self.copy, self.counts = num_draft_tokens, list(num_draft_tokens), counts
-        return counts
-
-
-host_counts = _HeldCounts()
+host_counts = HeldByList(lambda counts: np.asarray(counts, dtype=np.int64).reshape(-1))
+"""int64 counts of a ``num_draft_tokens`` (numpy), held for a long list while it is unchanged."""
 
 
 def output_bytes(inputs: dict) -> int:
