@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from sampling_harness.checks.flags import Flags
 from sampling_harness.errors import KernelFailure
 from sampling_harness.run.guard import HeldByList
 
@@ -97,14 +98,6 @@ BUDGETS = {
 }
 
 
-def _fail(row: torch.Tensor, what: str) -> None:
-    """Raise for the first flagged request of ``row`` (a bool [B] tensor), if any."""
-    if bool(row.any()):
-        first = int(row.nonzero()[0, 0])
-        raise KernelFailure(f"request {first}: {what(first)} ({int(row.sum())} of "
-                            f"{row.numel()} requests)")
-
-
 host_counts = HeldByList(lambda counts: np.asarray(counts, dtype=np.int64).reshape(-1))
 """int64 counts of a ``num_draft_tokens`` (numpy), held for a long list while it is unchanged."""
 
@@ -141,11 +134,13 @@ def validate_output(out: object, inputs: dict) -> torch.Tensor:
     draft probability (q = 1 without draft probs); the bonus token exactly when all n
     drafts are accepted; a recovered token in the residual's support (p - q > 0, or p > 0
     where the residual is empty); greedy requests equal to the greedy output exactly.
+
+    Two host synchronisations (harness/checks/flags.py): the row's structure and prefix,
+    then the emitted token; a third only where a recovered token needs the residual's mass.
     """
     out = _check_layout(out, inputs)
-    target, draft = inputs["target_probs"], inputs["draft_probs"]
-    drafts, bonus, greedy = (inputs["draft_token_ids"], inputs["bonus_token_ids"],
-                             inputs["greedy"])
+    target, drafts, bonus, greedy = (inputs["target_probs"], inputs["draft_token_ids"],
+                                     inputs["bonus_token_ids"], inputs["greedy"])
     device, width, vocab = out.device, out.shape[1], target.shape[1]
     counts = torch.from_numpy(host_counts(inputs["num_draft_tokens"])).to(device)
     starts = torch.cumsum(counts, 0) - counts
@@ -153,62 +148,77 @@ def validate_output(out: object, inputs: dict) -> torch.Tensor:
     written = out >= 0
     length = written.sum(1)
     prefix = slots[None, :] < length[:, None]
-    _fail(((written != prefix) | (~prefix & (out != -1))).any(1),
-          lambda b: f"row {out[b].tolist()} is not ids followed by -1 placeholders")
-    _fail(length == 0, lambda b: "no emitted token (the row is all -1)")
-    _fail((out >= vocab).any(1), lambda b: f"row {out[b].tolist()} holds an id >= V = {vocab}")
-    accepted = length - 1
-    _fail(accepted > counts, lambda b: f"{int(accepted[b])} tokens before the emitted one, but "
-                                       f"only {int(counts[b])} drafts")
+    flags = Flags()
+    flags.add(((written != prefix) | (~prefix & (out != -1))).any(1),
+              lambda b: f"row {out[b].tolist()} is not ids followed by -1 placeholders")
+    flags.add(length == 0, lambda b: "no emitted token (the row is all -1)")
+    flags.add((out >= vocab).any(1), lambda b: f"row {out[b].tolist()} holds an id >= V = {vocab}")
+    accepted = (length - 1).clamp(min=0)          # gathered with before the flags are read
+    flags.add(length - 1 > counts, lambda b: f"{int(accepted[b])} tokens before the emitted "
+                                             f"one, but only {int(counts[b])} drafts")
     rows = (starts[:, None] + slots[None, :]).clamp(max=max(drafts.numel() - 1, 0))
     in_prefix = slots[None, :] < accepted[:, None]
     if drafts.numel():
         expected = torch.where(in_prefix, drafts[rows], -1)
-        _fail((in_prefix & (out != expected)).any(1),
-              lambda b: f"accepted prefix {out[b, :int(accepted[b])].tolist()} differs from "
-                        f"the drafts {expected[b, :int(accepted[b])].tolist()}")
+        flags.add((in_prefix & (out != expected)).any(1),
+                  lambda b: f"accepted prefix {out[b, :int(accepted[b])].tolist()} differs "
+                            f"from the drafts {expected[b, :int(accepted[b])].tolist()}")
         p_draft = target[rows, drafts[rows]]
-        _fail((in_prefix & (p_draft <= 0)).any(1),
-              lambda b: "accepted a draft of target probability 0")
+        flags.add((in_prefix & (p_draft <= 0)).any(1),
+                  lambda b: "accepted a draft of target probability 0")
     emitted = out.gather(1, accepted[:, None]).squeeze(1)
     full = accepted == counts
-    _fail(full & (emitted != bonus),
-          lambda b: f"accepted all {int(counts[b])} drafts but emitted {int(emitted[b])}, not "
-                    f"the bonus token {int(bonus[b])}")
-    _validate_rejections(out, inputs, accepted, emitted, starts, counts, greedy, draft)
+    flags.add(full & (emitted != bonus),
+              lambda b: f"accepted all {int(counts[b])} drafts but emitted {int(emitted[b])}, "
+                        f"not the bonus token {int(bonus[b])}")
+    any_greedy = flags.any(greedy)
+    answers = flags.raise_first()
+    _validate_emitted(out, inputs, accepted, emitted, starts, counts, answers[any_greedy])
     return out
 
 
-def _validate_rejections(out, inputs, accepted, emitted, starts, counts, greedy, draft):
-    """The emitted token of requests that stopped early, and the greedy rows exactly."""
-    target, drafts, bonus = inputs["target_probs"], inputs["draft_token_ids"], \
-        inputs["bonus_token_ids"]
-    stopped = accepted < counts
-    where = starts + accepted.clamp(max=counts - 1).clamp(min=0)
-    if bool(stopped.any()):
-        index = stopped.nonzero().squeeze(1)
-        t = where[index]
-        d, y = drafts[t], emitted[index]
+def _validate_emitted(out, inputs, accepted, emitted, starts, counts, any_greedy):
+    """The emitted token of requests that stopped early, and the greedy rows exactly. The
+    recovered token y is in the residual's support where p(y) > q(y); elsewhere only if the
+    residual max(p - q, 0) is empty and p(y) > 0: that mass is read (a row pair a request)
+    only for the requests where it decides."""
+    target, draft, drafts, bonus, greedy = (
+        inputs["target_probs"], inputs["draft_probs"], inputs["draft_token_ids"],
+        inputs["bonus_token_ids"], inputs["greedy"])
+    flags = Flags()
+    if drafts.numel():
+        stopped = (accepted < counts) & ~greedy
+        t = (starts + accepted.clamp(max=counts - 1).clamp(min=0)).clamp(max=drafts.numel() - 1)
+        d, y = drafts[t], emitted
         p_y, p_d = target[t, y], target[t, d]
-        if draft is not None:       # the rows of the stopped requests only: T x V is large
+        if draft is not None:
             q_y, q_d = draft[t, y], draft[t, d]
-            residual_mass = (target[t] > draft[t]).any(1)
-        else:  # q one-hot at the draft: the residual is p without the draft
+        else:  # q one-hot at the draft
             q_y, q_d = (y == d).to(p_y.dtype), torch.ones_like(p_d)
-            residual_mass = (target[t] > 0).sum(1) > (p_d > 0).long()
-        in_support = torch.where(residual_mass, p_y > q_y, p_y > 0)
-        random_rows = ~greedy[index]
-        flagged = torch.zeros_like(stopped)
-        flagged[index] = random_rows & (p_d >= q_d) & (q_d > 0)
-        _fail(flagged, lambda b: f"rejected draft {int(drafts[where[b]])} at position "
-                                 f"{int(accepted[b])} though p(d) >= q(d)")
-        flagged[index] = random_rows & ~in_support
-        _fail(flagged, lambda b: f"recovered token {int(emitted[b])} at position "
-                                 f"{int(accepted[b])} lies outside the residual max(p - q, 0)")
-    if bool(greedy.any()):
+        flags.add(stopped & (p_d >= q_d) & (q_d > 0),
+                  lambda b: f"rejected draft {int(drafts[t[b]])} at position {int(accepted[b])} "
+                            f"though p(d) >= q(d)")
+        doubt = stopped & ~(p_y > q_y)            # in the support only if the residual is empty
+        outside = flags.any(doubt)
+    if any_greedy:
         expected = greedy_rows(target, drafts, counts, bonus, out.shape[1])
-        _fail(greedy & (out != expected).any(1),
-              lambda b: f"greedy row {out[b].tolist()}, expected {expected[b].tolist()}")
+        greedy_wrong = greedy & (out != expected).any(1)
+    answers = flags.raise_first()
+    if drafts.numel() and answers[outside]:
+        index = doubt.nonzero().squeeze(1)
+        rows, p_y, y, d = t[index], p_y[index], y[index], d[index]
+        if draft is not None:
+            residual_mass = (target[rows] > draft[rows]).any(1)
+        else:  # the residual is p without the draft
+            residual_mass = (target[rows] > 0).sum(1) > (target[rows, d] > 0).long()
+        wrong = torch.zeros_like(doubt)
+        wrong[index] = residual_mass | (p_y <= 0)
+        flags.add(wrong, lambda b: f"recovered token {int(emitted[b])} at position "
+                                   f"{int(accepted[b])} lies outside the residual max(p - q, 0)")
+    if any_greedy:
+        flags.add(greedy_wrong,
+                  lambda b: f"greedy row {out[b].tolist()}, expected {expected[b].tolist()}")
+    flags.raise_first()
 
 
 def greedy_rows(target: torch.Tensor, drafts: torch.Tensor, counts: torch.Tensor,

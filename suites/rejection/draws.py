@@ -97,14 +97,14 @@ def tally(ctx, laws: RejectionLaws, replicas: int, slots: bool = False) -> list[
         inputs["draft_token_ids"] = sampler.draw(copies, generator)
         out = ctx.runner.call(inputs, next(seeds))
         request = torch.arange(out.shape[0], device=ctx.device) % batch
-        if slots:
+        if slots:   # a scatter, not bincount or a mask: neither reads a size back to the host
             slot = torch.arange(out.shape[1], device=ctx.device)
-            where = base[request][:, None] + slot[None, :] * vocab + out
-            counts += torch.bincount(where[out >= 0], minlength=counts.numel())
+            where = base[request][:, None] + slot[None, :] * vocab + out.clamp(min=0)
+            counts.scatter_add_(0, where.reshape(-1), (out >= 0).long().reshape(-1))
         else:
             accepted, emitted = accepted_and_emitted(out)
             where = base[request] + accepted * vocab + emitted
-            counts += torch.bincount(where, minlength=counts.numel())
+            counts.scatter_add_(0, where, torch.ones_like(where))
         done += copies
     flat = counts.cpu().numpy()
     return [flat[start:start + size].reshape(-1, vocab)
