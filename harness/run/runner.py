@@ -1,9 +1,9 @@
 """Calling a kernel under test: fresh inputs, a poisoned allocator, a timeout, validation.
 
 Each call gets its own copy of the inputs, inside guard bands (``sampling_harness.run.guard``: a
-write
-past an input's ends, or into an input the contract keeps read-only, fails the call), runs
-in a daemon thread so that a hang becomes a failed check instead of a stuck run, and
+write past an input's ends, or into an input the contract keeps read-only, fails the call),
+runs in a daemon thread (``sampling_harness.run.call_thread``, kept between calls) so that a
+hang becomes a failed check instead of a stuck run, and
 returns only after the device has finished (asynchronous errors land in the call that
 caused them). Before each call, memory the allocator will hand out next is filled with a
 poison byte, so an output slot the kernel forgets to write reads back as garbage, never as
@@ -18,7 +18,6 @@ and large pools both), and demands identical outputs: an unwritten slot differs 
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 
@@ -28,6 +27,7 @@ from sampling_harness.errors import KernelFailure, KernelFault
 from sampling_harness.families import FAMILIES, Family
 from sampling_harness.families.registry import Kernel
 from sampling_harness.run import faults
+from sampling_harness.run.call_thread import call_in_thread
 from sampling_harness.run.guard import check_guards, guarded_copy
 from sampling_harness.run.isolation import CapturedStdout, TorchState
 from sampling_harness.scale.memory import call_bytes, format_bytes
@@ -206,14 +206,12 @@ class Runner:
 
         started = time.perf_counter()
         before = TorchState.capture()
-        thread = threading.Thread(target=call, name=f"kernel-{self.kernel.name}", daemon=True)
         note = f"{_shape_note(inputs)}, {described(seed)}"
         faults.calling(note, self.timeout)      # a worker's record, should the call fault
         with CapturedStdout() as printed:
-            thread.start()
-            thread.join(self.timeout)
+            finished = call_in_thread(call, self.device, self.timeout)
         self.seconds += time.perf_counter() - started
-        if thread.is_alive():
+        if not finished:
             fill.restore()
             faults.spoil("a kernel call still running", self.kernel.name,
                          cuda=self.device.type == "cuda")
