@@ -13,7 +13,7 @@ set -uo pipefail
 source scripts/gpu-env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv | tee "$OUT/gpu.txt"
-echo "commit $(git rev-parse --short HEAD 2>/dev/null || cat COMMIT 2>/dev/null)"
+echo "commit $(cat COMMIT 2>/dev/null || git rev-parse --short HEAD)"
 one_run() {     # LABEL BUDGET
   local start=$(date +%s.%N)
   python3 -m sampling_harness check all --budget "$2" --report-dir "$OUT/$1" \
