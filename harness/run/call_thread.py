@@ -2,9 +2,10 @@
 
 A kernel runs in a thread of its own so that the harness can stop waiting for it (a call past
 its timeout is a fault, not a hang of the run). A fresh thread per call paid, on a GPU, the
-setting-up of a thread's CUDA state at its first CUDA call: measured on an H200 at about
-9 ms a call (rejection's marginal at quick: 25 ms a call, 0.3 ms of it the kernel; the
-profile in docs/measurements/gpu.md), more than the kernel and the validation together. So
+setting-up of a thread's CUDA state at its first CUDA call: on an H200, rejection's
+``marginal`` spent 10 ms of an 18 ms call in the kernel's thread, 0.27 ms of it the kernel
+(docs/measurements/gpu.md), and with the thread kept the check at standard took 66-74 s
+instead of 171 s. So
 the thread is kept, and replaced only when a call outlives its timeout (it is left running,
 as a daemon, and the process is spoiled: harness/run/faults.py).
 
