@@ -1,9 +1,10 @@
-"""triton-tree-rejection: tree and multi-draft verification, one program per request tree.
+"""triton-tree-rejection: tree and multi-draft verification, the race at each request's last
+node split over programs (listed children: one launch; drawn: a walk kernel first).
 
-A program walks its tree (on the interpreter, a block of trees side by side) over the node
-slots i = 0 .. N - 1 in order: node i is tested when its parent is the walk's current node
-(parents come first, siblings in draft order, so its earlier siblings were tested and
-rejected). The law is torch-tree-rejection's (kernels/tree_rejection/torch_tree_rejection.py):
+A request's node slots i = 0 .. N - 1 are visited in order: node i is tested when its parent
+is the walk's current node (parents come first, siblings in draft order, so its earlier
+siblings were tested and rejected). The law is torch-tree-rejection's
+(kernels/tree_rejection/torch_tree_rejection.py):
 
 * listed children (no draft probs): one coin per node, u from Philox counter
   (b 2^20 + 2^19 + r) with bit 60 set, r the node's row; child j is accepted iff
@@ -25,28 +26,42 @@ Coins are u = (hi 2^21 + floor(lo / 2^11)) 2^-53 from the two Philox words (53 b
 request 0 keyed by its own seed (kernels/triton_seeds.py).
 
 Output: int64 [B, N + 1], the contract's widest (any width from D + 1 to N + 1 is allowed,
-D the batch's deepest path): a program stores each accepted token into row b as it is
-accepted, then the last token and -1 to the row's end. The width is a function of the
-input shapes alone: the wrapper launches once and returns the buffer, with no host
-synchronisation and no shape that depends on the data, so a CUDA graph can hold the call.
+D the batch's deepest path): each accepted token is stored into row b as it is accepted,
+then the last token and -1 to the row's end. One launch (listed) or two (drawn), no host
+synchronisation, no shape that depends on the data: a CUDA graph can hold the call. Held
+scratch (kernels/split_scratch.py): a ticket per block of requests, G partials per request
+(a float32 score, an int32 index), drawn a state row per request (last node, depth, C).
 
-Each pass over a row (the residual's mass, the race's level 1, a greedy argmax) is a
-software-pipelined loop of one chunk (4Q columns) per trip: on a GPU the next STAGES - 1
-chunks' loads are in flight while one is reduced, by the code that reduced one chunk at a
-time (same layouts, same float32 and float64 sums: the outputs are unchanged). The argmax
-keeps a running maximum per column position and reduces once. Listed children: the last
-node's children's tokens are gathered once into registers (at most KIDS; more take a loop
-over the node slots per quarter) and compared only with the chunks that hold one.
+1. Walk kernel (drawn only; kernels/tree_rejection/tree_walk.py), a program per tree: the
+   random requests' walks (every node's p(x_i), q(x_i) gathered at its parent's row first,
+   then the walk in registers but for the residual's mass, a pass over the row pair).
+       # reads 24 N + 8 V per rejection followed by another drawn child; writes the
+       # accepted tokens (8 each) and the state row (24)
+2. Race kernel, grid (B, G): program (b, g) takes the g-th run of chunks of the row at
+   request b's last node (listed: after walking the request itself, a walk that reads no
+   row; drawn: from the walk's state row, as its programmatic dependent). Random requests:
+   level 1 of the race, each chunk's residual mass / chunk_noise(b, chunk), the run's best
+   (strict >: the first of a tie); greedy ones (whose walk waits for the root's argmax):
+   the maximum of the run of the root's row and its first column. It stores the partial
+   and takes its block's ticket; the last of the G finishes: the first split holding the
+   highest score (the chunk, or column, one loop over the row picks), level 2 (race_chunk)
+   in the winner chunk, or where the residual has no mass the whole race over p (one
+   program, outside the contract); greedy walks, a pass over the row of each node taken.
+       # reads 4 V / G of the target row (drawn where a child was rejected there, of the
+       # draft row too); listed 36 N (the walk, the last node's children; more than K:
+       # 16 N per quarter); drawn the state row; writes a partial (8). The last: 8 G, a
+       # chunk (16 Q, drawn 32 Q), an empty residual's row (4 V), greedy 16 N and 4 V per
+       # node taken; writes the tokens (listed by g = 0) and the row's tail
 
-Memory traffic per request: its N tokens and parents (16 N bytes), 16 N more for the last
-node's children (listed; with more than KIDS children the slot loop reads them again, 16 N
-per quarter of each chunk the race computes: 64 N (n_chunks + 1)); two gathered
-probabilities per tested child (8 bytes); one row pair (8 V bytes) per rejection followed by
-another drawn child; one target row per node a greedy request visits (4 V); the residual at
-the last node, its target row (4 V) and, drawn, its draft row (4 V) where a child was
-rejected there, plus one chunk re-read (4Q x 4 x 2 bytes), and where that residual is empty
-the target row again (4 V, plus a chunk); the output row (8 (N + 1)). The rows of nodes the
-walk never reaches are never read. No noise in memory, no scratch, nothing read back.
+Row passes are software-pipelined loops of a chunk (4Q columns) per trip, with the float32
+and float64 sums per chunk of one loop over the row: the draws do not depend on G. Listed:
+the last node's children are held in registers (at most K; more take a loop over the node
+slots per quarter) and masked only in the chunks that hold one. All told, a request reads
+the floor (suites/tree_rejection/bench.py) and its nodes' probabilities and slots (a few
+hundred bytes, per listed program, from L2), a chunk again, the partials. No noise in memory.
+H200, 64 x 16 x 151936, bench --cuda-graph, outputs as the one program per tree before:
+listed 39 us, 36 % of the floor (83 us, 17 % before); drawn 181 us, 27 % (323 us, 15 %),
+mostly the drawn walks' residual passes, a row pair each streamed by one program.
 """
 
 import torch
@@ -60,99 +75,39 @@ from sampling_harness.kernels.sample.triton_race import (
     quarter_width,
     race_chunk,
 )
-from sampling_harness.kernels.split_scratch import cdiv, next_power_of_2
-from sampling_harness.kernels.triton_seeds import philox_key, seed_argument
+from sampling_harness.kernels.split_scratch import (
+    cdiv,
+    dependent_launch,
+    multiprocessors,
+    next_power_of_2,
+    split_scratch,
+)
+from sampling_harness.kernels.tree_rejection.tree_walk import (
+    STATE,
+    _walk_kernel,
+    argmax_run,
+    greedy_walk,
+    last_nodes,
+    merged,
+    partials,
+    store_tail,
+)
+from sampling_harness.kernels.triton_seeds import seed_argument
 
-COIN_BIT = tl.constexpr(1 << 60)     # coin counters: b 2^20 + index, bit 60 set
-NODE_COIN = tl.constexpr(1 << 19)    # listed children: the coin of row r is index 2^19 + r
-GPU_WARPS = 4                        # one tree per program: 4 warps stream its rows
+GPU_WARPS = 4                        # per race program: 4 warps stream a run of chunks
+GPU_WALK_WARPS = 4                   # per walk program (drawn: it streams row pairs)
 GPU_STAGES = 5                       # chunks a row pass holds: 4 in flight, 1 reduced
+GPU_PROGRAMS_PER_SM = 4              # race programs (B G) per SM, G at most the chunks
 KIDS = 16                            # last node's children held in registers (power of 2)
+SLOTS = 32                           # node slots the walks load and gather at once
 CPU_TILE = 2**17                     # columns (trees x 4Q) per program on the interpreter
-
-
-@triton.jit
-def coin(seed, requests, index):
-    """float64 u in [0, 1), 53 bits: the Philox words of counter (b 2^20 + index) | 2^60."""
-    key, request = philox_key(seed, requests)
-    counter = (request.to(tl.int64) << 20) + index + COIN_BIT
-    hi, lo, _, _ = tl.randint4x(key, counter)
-    bits = hi.to(tl.int64) * 2097152 + (lo >> 11).to(tl.int64)
-    return bits.to(tl.float64) * 1.1102230246251565e-16
+CPU_SPLITS = 2                       # G on the interpreter: the split path, few programs
 
 
 @triton.jit
 def drawn_weights(p, q, spent):
     """max(p - C q, 0) on a tile, in float64, as float32 (the race's scores)."""
     return tl.maximum(p.to(tl.float64) - spent[:, None] * q.to(tl.float64), 0.0).to(tl.float32)
-
-
-@triton.jit
-def residual_mass(target_ptr, draft_ptr, rows, live, spent, V, n_chunks,
-                  BLOCK_B: tl.constexpr, Q: tl.constexpr, STAGES: tl.constexpr):
-    """c = sum_v max(p - C q, 0) of each live row, float64: one pass over the row pair."""
-    total = tl.zeros([BLOCK_B], tl.float64)
-    for chunk in tl.range(0, n_chunks, num_stages=STAGES):
-        col0 = tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q
-        p0, p1, p2, p3 = chunk_probs(target_ptr, rows, live, V, V, col0, Q)
-        q0, q1, q2, q3 = chunk_probs(draft_ptr, rows, live, V, V, col0, Q)
-        for_tile = (tl.maximum(p0.to(tl.float64) - spent[:, None] * q0.to(tl.float64), 0.0)
-                    + tl.maximum(p1.to(tl.float64) - spent[:, None] * q1.to(tl.float64), 0.0)
-                    + tl.maximum(p2.to(tl.float64) - spent[:, None] * q2.to(tl.float64), 0.0)
-                    + tl.maximum(p3.to(tl.float64) - spent[:, None] * q3.to(tl.float64), 0.0))
-        total += tl.sum(for_tile, axis=1)
-    return total
-
-
-@triton.jit
-def keep_columns(top, at, p, cols):
-    """Fold a quarter into the running maximum of each column position (strict >: the
-    earliest column of a tie is kept)."""
-    better = p > top
-    return tl.where(better, p, top), tl.where(better, cols, at)
-
-
-@triton.jit
-def row_argmax(target_ptr, rows, live, V, n_chunks, BLOCK_B: tl.constexpr, Q: tl.constexpr,
-               STAGES: tl.constexpr):
-    """Each live row's argmax, the first maximum: a running maximum per column position,
-    no reduction per chunk, then the least column holding the maximum (padding loads 0,
-    after every real column of its position: never the first maximum)."""
-    j = tl.arange(0, Q)[None, :]
-    top = tl.full([BLOCK_B, Q], -1.0, tl.float32)
-    at = tl.zeros([BLOCK_B, Q], tl.int32) + j
-    for chunk in tl.range(0, n_chunks, num_stages=STAGES):
-        col0 = chunk * 4 * Q
-        p0, p1, p2, p3 = chunk_probs(target_ptr, rows, live, V, V,
-                                     tl.full([1, 1], 0, tl.int32) + col0, Q)
-        top, at = keep_columns(top, at, p0, col0 + j)
-        top, at = keep_columns(top, at, p1, col0 + Q + j)
-        top, at = keep_columns(top, at, p2, col0 + 2 * Q + j)
-        top, at = keep_columns(top, at, p3, col0 + 3 * Q + j)
-    best = tl.max(top, axis=1)
-    return tl.min(tl.where(top == best[:, None], at, 2147483647), axis=1).to(tl.int64)
-
-
-@triton.jit
-def children_of(tokens_ptr, parents_ptr, base, ok, current, N, BLOCK_B: tl.constexpr,
-                K: tl.constexpr):
-    """(kids [BLOCK_B, K], count [BLOCK_B]): the tokens of the children of ``current`` in
-    slot order, -1 after the last (the first K kept), and how many there are."""
-    kids = tl.full([BLOCK_B, K], -1, tl.int64)
-    count = tl.zeros([BLOCK_B], tl.int32)
-    place = tl.arange(0, K)[None, None, :]
-    for s0 in range(0, N, K):
-        slot = s0 + tl.arange(0, K)[None, :]
-        inside = ok[:, None] & (slot < N)
-        token = tl.load(tokens_ptr + base[:, None] + slot, mask=inside, other=-1)
-        parent = tl.load(parents_ptr + base[:, None] + slot, mask=inside, other=-2)
-        child = (parent == current[:, None]) & (token >= 0)
-        at = count[:, None] + tl.cumsum(child.to(tl.int32), axis=1) - 1
-        moved = (child & (at < K))[:, :, None] & (at[:, :, None] == place)   # [B, slot, K]
-        kids = tl.where(tl.max(moved.to(tl.int32), axis=1) > 0,
-                        tl.sum(tl.where(moved, token[:, :, None], 0), axis=1), kids)
-        count += tl.sum(child.to(tl.int32), axis=1)
-    return kids, count
 
 
 @triton.jit
@@ -210,15 +165,16 @@ def chunk_weights(target_ptr, draft_ptr, tokens_ptr, parents_ptr, base, ok, rows
 
 
 @triton.jit
-def residual_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests, base, ok,
-                  rows, live, current, spent, kids, N, V, n_chunks, BLOCK_B: tl.constexpr,
-                  Q: tl.constexpr, K: tl.constexpr, DRAFT: tl.constexpr, SCAN: tl.constexpr,
-                  STAGES: tl.constexpr):
-    """(token, found): triton-exact's two-level race over each live row's residual, with
-    the race words of row b; ``found`` is False where the residual has no mass."""
+def residual_run(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests, base, ok,
+                 rows, live, current, spent, kids, N, V, n_chunks, first, last,
+                 BLOCK_B: tl.constexpr, Q: tl.constexpr, K: tl.constexpr,
+                 DRAFT: tl.constexpr, SCAN: tl.constexpr, STAGES: tl.constexpr):
+    """(score, chunk): level 1 of triton-exact's race over chunks first .. last - 1 of each
+    live row's residual, the highest mass / E_chunk (the first of a tie; -1 where the mass
+    is 0), with the race words of row b."""
     best = tl.full([BLOCK_B], -2.0, tl.float32)
-    winner = tl.zeros([BLOCK_B], tl.int32)
-    for chunk in tl.range(0, n_chunks, num_stages=STAGES):
+    winner = tl.zeros([BLOCK_B], tl.int32) + first
+    for chunk in tl.range(first, last, num_stages=STAGES):
         w0, w1, w2, w3 = chunk_weights(target_ptr, draft_ptr, tokens_ptr, parents_ptr, base,
                                        ok, rows, live, current, spent, kids, N, V,
                                        tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q,
@@ -228,38 +184,57 @@ def residual_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests
         better = level1 > best
         best = tl.where(better, level1, best)
         winner = tl.where(better, chunk, winner)
+    return best, winner
+
+
+@triton.jit
+def winner_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests, base, ok,
+                rows, live, current, spent, kids, winner, N, V, n_chunks,
+                BLOCK_B: tl.constexpr, Q: tl.constexpr, K: tl.constexpr,
+                DRAFT: tl.constexpr, SCAN: tl.constexpr):
+    """Level 2: the tokens of each live row's winner chunk of its residual race."""
     w0, w1, w2, w3 = chunk_weights(target_ptr, draft_ptr, tokens_ptr, parents_ptr, base, ok,
                                    rows, live, current, spent, kids, N, V,
                                    (winner * 4 * Q)[:, None], DRAFT, SCAN, Q, K)
-    token = race_chunk(seed, requests, winner, n_chunks, w0, w1, w2, w3, BLOCK_B, Q)
+    return race_chunk(seed, requests, winner, n_chunks, w0, w1, w2, w3, BLOCK_B, Q)
+
+
+@triton.jit
+def residual_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests, base, ok,
+                  rows, live, current, spent, kids, N, V, n_chunks, BLOCK_B: tl.constexpr,
+                  Q: tl.constexpr, K: tl.constexpr, DRAFT: tl.constexpr, SCAN: tl.constexpr,
+                  STAGES: tl.constexpr):
+    """(token, found): the whole two-level race in one program; ``found`` is False where
+    the residual has no mass."""
+    best, winner = residual_run(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed,
+                                requests, base, ok, rows, live, current, spent, kids, N, V,
+                                n_chunks, 0, n_chunks, BLOCK_B, Q, K, DRAFT, SCAN, STAGES)
+    token = winner_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests, base,
+                        ok, rows, live, current, spent, kids, winner, N, V, n_chunks, BLOCK_B,
+                        Q, K, DRAFT, SCAN)
     return token, best > 0
 
 
 @triton.jit
 def last_token(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests, base, rows,
-               drawing, current, spent, N, V, n_chunks, BLOCK_B: tl.constexpr,
-               Q: tl.constexpr, K: tl.constexpr, DRAFT: tl.constexpr, STAGES: tl.constexpr):
-    """The race at each drawing request's last node: over its residual, or over p where
-    that has no mass (outside the contract)."""
+               drawing, current, spent, kids, count, winner, found, N, V, n_chunks,
+               BLOCK_B: tl.constexpr, Q: tl.constexpr, K: tl.constexpr, DRAFT: tl.constexpr,
+               STAGES: tl.constexpr):
+    """The race at each drawing request's last node: level 2 in its residual's winner
+    chunk, or the whole race over p where the residual has no mass (outside the contract)."""
     none = tl.full([BLOCK_B, K], -1, tl.int64)
     if DRAFT:
-        token, found = residual_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed,
-                                     requests, base, drawing, rows, drawing, current, spent,
-                                     none, N, V, n_chunks, BLOCK_B, Q, K, DRAFT, False, STAGES)
+        token = winner_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests,
+                            base, drawing, rows, drawing, current, spent, none, winner, N, V,
+                            n_chunks, BLOCK_B, Q, K, DRAFT, False)
+    elif tl.max(count, axis=0) > K:                       # rare: more than a program holds
+        token = winner_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests,
+                            base, drawing, rows, drawing, current, spent, none, winner, N, V,
+                            n_chunks, BLOCK_B, Q, K, DRAFT, True)
     else:
-        kids, count = children_of(tokens_ptr, parents_ptr, base, drawing, current, N,
-                                  BLOCK_B, K)
-        scan = tl.max(count, axis=0) > K                  # rare: more than a program holds
-        if scan:
-            token, found = residual_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr,
-                                         seed, requests, base, drawing, rows, drawing, current,
-                                         spent, none, N, V, n_chunks, BLOCK_B, Q, K, DRAFT,
-                                         True, STAGES)
-        else:
-            token, found = residual_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr,
-                                         seed, requests, base, drawing, rows, drawing, current,
-                                         spent, kids, N, V, n_chunks, BLOCK_B, Q, K, DRAFT,
-                                         False, STAGES)
+        token = winner_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests,
+                            base, drawing, rows, drawing, current, spent, kids, winner, N, V,
+                            n_chunks, BLOCK_B, Q, K, DRAFT, False)
     empty = drawing & ~found
     if tl.max(empty.to(tl.int32), axis=0) > 0:
         again, _ = residual_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed,
@@ -270,85 +245,90 @@ def last_token(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests, b
     return token
 
 
-@triton.jit(do_not_specialize=["seed", "B", "N", "V", "n_chunks"])
-def _tree_kernel(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr,
-                 greedy_ptr, seed, B, N, V, n_chunks, BLOCK_B: tl.constexpr, Q: tl.constexpr,
-                 K: tl.constexpr, DRAFT: tl.constexpr, STAGES: tl.constexpr):
-    """Each program: BLOCK_B request trees walked over their node slots, each accepted
-    token stored as it is accepted, then the last token and -1 to the row's end."""
-    requests = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
-    ok = requests < B
-    base = requests.to(tl.int64) * N                      # the request's first node slot
+@triton.jit
+def finish(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, scores, indices, seed,
+           requests, ok, greedy, current, depth, spent, kids, count, B, N, V, n_chunks,
+           splits, BLOCK_B: tl.constexpr, Q: tl.constexpr, K: tl.constexpr, S: tl.constexpr,
+           GP: tl.constexpr, DRAFT: tl.constexpr, STAGES: tl.constexpr):
+    """BLOCK_B requests' winners over their partials, their last tokens (and the greedy
+    walks), then the last token and -1 to each row's end."""
+    base = requests.to(tl.int64) * N
     first_row = requests.to(tl.int64) * (N + 1)           # its root row, and its output row
-    greedy = tl.load(greedy_ptr + requests, mask=ok, other=0) != 0
-    current = tl.full([BLOCK_B], -1, tl.int64)
-    depth = tl.zeros([BLOCK_B], tl.int64)
-    before = tl.zeros([BLOCK_B], tl.float64)              # listed: P so far at the node
-    spent = tl.zeros([BLOCK_B], tl.float64)               # drawn: C
-    norm = tl.full([BLOCK_B], 1.0, tl.float64)            # drawn: c
-    stale = requests < 0                                  # drawn: c needs a pass
-    best = tl.full([BLOCK_B], -1, tl.int64)               # greedy: the node's argmax
-    node_coin = coin(seed, requests, NODE_COIN)
-    for i in range(0, N):
-        x = tl.load(tokens_ptr + base + i, mask=ok, other=-1)
-        parent = tl.load(parents_ptr + base + i, mask=ok, other=-2)
-        live = ok & (x >= 0) & (parent == current)
-        if tl.max(live.to(tl.int32), axis=0) > 0:
-            rows = first_row + current + 1
-            p_x = tl.load(target_ptr + rows * V + x, mask=live, other=0.0).to(tl.float64)
-            want = live & greedy & (best < 0)
-            if tl.max(want.to(tl.int32), axis=0) > 0:
-                top = row_argmax(target_ptr, rows, want, V, n_chunks, BLOCK_B, Q, STAGES)
-                best = tl.where(want, top, best)
-            if DRAFT:
-                q_x = tl.load(draft_ptr + rows * V + x, mask=live, other=1.0).to(tl.float64)
-                need = live & stale & ~greedy
-                if tl.max(need.to(tl.int32), axis=0) > 0:
-                    mass = residual_mass(target_ptr, draft_ptr, rows, need, spent, V, n_chunks,
-                                         BLOCK_B, Q, STAGES)
-                    norm = tl.where(need, mass, norm)
-                    stale = stale & ~need
-                w = tl.maximum(p_x - spent * q_x, 0.0)
-                sampled = (w > 0) & (coin(seed, requests, i) * q_x * norm < w)
-            else:
-                after = before + p_x
-                sampled = node_coin < after
-                before = tl.where(live, after, before)
-            accepted = live & tl.where(greedy, x == best, sampled)
-            if DRAFT:
-                miss = live & ~accepted & ~greedy
-                spent = tl.where(miss, spent + norm, spent)
-                stale = stale | miss
-            tl.store(out_ptr + first_row + depth, x, mask=accepted)
-            depth += accepted.to(tl.int64)
-            current = tl.where(accepted, i, current)
-            before = tl.where(accepted, 0.0, before)
-            spent = tl.where(accepted, 0.0, spent)
-            norm = tl.where(accepted, 1.0, norm)
-            stale = stale & ~accepted
-            best = tl.where(accepted, -1, best)
-            if not DRAFT:
-                if tl.max(accepted.to(tl.int32), axis=0) > 0:
-                    node_coin = tl.where(accepted, coin(seed, requests, NODE_COIN + i + 1),
-                                         node_coin)
-
-    rows = first_row + current + 1
-    token = tl.zeros([BLOCK_B], tl.int64)
     drawing = ok & ~greedy
+    best, winner = merged(scores, indices, requests, ok, B, splits, GP)
+    token = tl.zeros([BLOCK_B], tl.int64)
     if tl.max(drawing.to(tl.int32), axis=0) > 0:
         token = last_token(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests,
-                           base, rows, drawing, current, spent, N, V, n_chunks, BLOCK_B, Q, K,
-                           DRAFT, STAGES)
-    want = ok & greedy & (best < 0)
-    if tl.max(want.to(tl.int32), axis=0) > 0:
-        top = row_argmax(target_ptr, rows, want, V, n_chunks, BLOCK_B, Q, STAGES)
-        best = tl.where(want, top, best)
-    last = tl.where(greedy, best, token)
-    for s0 in range(0, N + 1, K):                         # the last token, then -1
-        slots = s0 + tl.arange(0, K)[None, :]
-        tl.store(out_ptr + first_row[:, None] + slots,
-                 tl.where(slots == depth[:, None], last[:, None], -1),
-                 mask=ok[:, None] & (slots >= depth[:, None]) & (slots <= N))
+                           base, first_row + current + 1, drawing, current, spent, kids, count,
+                           winner, best > 0, N, V, n_chunks, BLOCK_B, Q, K, DRAFT, STAGES)
+    if tl.max(greedy.to(tl.int32), axis=0) > 0:
+        top, steps = greedy_walk(out_ptr, tokens_ptr, parents_ptr, target_ptr, base,
+                                 first_row, greedy, winner.to(tl.int64), N, V, n_chunks,
+                                 BLOCK_B, Q, S, STAGES)
+        token = tl.where(greedy, top, token)
+        depth = tl.where(greedy, steps, depth)
+    store_tail(out_ptr, first_row, ok, depth, token, N, S)
+
+
+@triton.jit(do_not_specialize=["seed", "B", "N", "n_chunks", "per_split"])
+def _race_kernel(out_ptr, tickets_ptr, scratch_ptr, tokens_ptr, parents_ptr, target_ptr,
+                 draft_ptr, greedy_ptr, seed, B, N, V, n_chunks, per_split,
+                 BLOCK_B: tl.constexpr, Q: tl.constexpr, K: tl.constexpr, S: tl.constexpr,
+                 GP: tl.constexpr, DRAFT: tl.constexpr, STAGES: tl.constexpr,
+                 PDL: tl.constexpr):
+    """Program (b, g): BLOCK_B requests' partials over their g-th run of chunks at their
+    last nodes (level 1 of the residual race; greedy: the argmax of the root's row), then a
+    ticket: the last of the G programs finishes the requests (``finish``). Listed children:
+    each program walks the requests itself first (program g = 0 stores the tokens); drawn:
+    the walk kernel's state rows (PDL: a programmatic dependent of it; greedy runs start
+    before the walk ends)."""
+    requests = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    ok = requests < B
+    base = requests.to(tl.int64) * N
+    greedy = ok & (tl.load(greedy_ptr + requests, mask=ok, other=0) != 0)
+    drawing = ok & ~greedy
+    splits = tl.num_programs(1)
+    first = tl.program_id(1) * per_split
+    last = tl.minimum(first + per_split, n_chunks)
+    best = tl.full([BLOCK_B], -2.0, tl.float32)
+    winner = tl.zeros([BLOCK_B], tl.int32) + first
+    if tl.max(greedy.to(tl.int32), axis=0) > 0:          # the root's row: needs no walk
+        top, column = argmax_run(target_ptr, requests.to(tl.int64) * (N + 1), greedy, V,
+                                 first, last, BLOCK_B, Q, STAGES)
+        best = tl.where(greedy, top, best)
+        winner = tl.where(greedy, column, winner)
+    current, depth, spent, kids, count = last_nodes(
+        out_ptr, scratch_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, seed, requests,
+        ok, drawing, B, N, V, n_chunks, splits, BLOCK_B, Q, K, S, DRAFT, STAGES, PDL)
+    if tl.max(drawing.to(tl.int32), axis=0) > 0:
+        rows = requests.to(tl.int64) * (N + 1) + current + 1
+        if DRAFT:
+            top, chunk = residual_run(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed,
+                                      requests, base, drawing, rows, drawing, current, spent,
+                                      kids, N, V, n_chunks, first, last, BLOCK_B, Q, K, DRAFT,
+                                      False, STAGES)
+        elif tl.max(count, axis=0) > K:                   # rare: more than a program holds
+            top, chunk = residual_run(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed,
+                                      requests, base, drawing, rows, drawing, current, spent,
+                                      kids, N, V, n_chunks, first, last, BLOCK_B, Q, K, DRAFT,
+                                      True, STAGES)
+        else:
+            top, chunk = residual_run(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed,
+                                      requests, base, drawing, rows, drawing, current, spent,
+                                      kids, N, V, n_chunks, first, last, BLOCK_B, Q, K, DRAFT,
+                                      False, STAGES)
+        best = tl.where(drawing, top, best)
+        winner = tl.where(drawing, chunk, winner)
+    scores, indices = partials(scratch_ptr, B, splits)
+    tl.store(scores + tl.program_id(1) * B + requests, best, mask=ok)
+    tl.store(indices + tl.program_id(1) * B + requests, winner, mask=ok)
+    tl.debug_barrier()                                    # all threads' stores, then release
+    ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)          # acq_rel, gpu scope
+    if ticket == splits - 1:                              # the last of the block's G
+        tl.atomic_xchg(tickets_ptr + tl.program_id(0), 0)              # ready for the next call
+        finish(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, scores, indices, seed,
+               requests, ok, greedy, current, depth, spent, kids, count, B, N, V, n_chunks,
+               splits, BLOCK_B, Q, K, S, GP, DRAFT, STAGES)
 
 
 def _check(tokens, parents, draft_probs, target_probs, greedy) -> None:
@@ -373,23 +353,36 @@ def _check(tokens, parents, draft_probs, target_probs, greedy) -> None:
         raise ValueError(f"at most 2^19 - 1 nodes per request, got N = {nodes}")
 
 
-def _launch_shape(batch: int, vocab: int, device: torch.device) -> int:
-    """BLOCK_B: one tree per program on a GPU; on the interpreter (which pays per program
-    and per loop trip) as many as fill a 2^17-column tile, at most the batch."""
+def _launch_shape(batch: int, vocab: int, nodes: int, device: torch.device,
+                  programs_per_sm: int) -> tuple[int, int, int]:
+    """(BLOCK_B, G, S). GPU: one tree per program, each request's row split into G runs of
+    chunks until the race has about ``programs_per_sm`` programs per SM. Interpreter (which
+    pays per program and per loop trip): as many trees as fill a 2^17-column tile, at most
+    the batch, and a row of several chunks split in two (the split path; the draws are the
+    same). S: node slots loaded at once, at most N rounded up to a power of two."""
+    chunks = cdiv(vocab, 4 * quarter_width(vocab))
+    slots = min(SLOTS, next_power_of_2(nodes))
     if device.type == "cuda":
-        return 1
-    return max(1, min(next_power_of_2(batch), CPU_TILE // (4 * quarter_width(vocab))))
+        wanted = cdiv(programs_per_sm * multiprocessors(device), batch)
+        return 1, min(chunks, max(1, wanted)), slots
+    block = max(1, min(next_power_of_2(batch), CPU_TILE // (4 * quarter_width(vocab))))
+    return block, min(CPU_SPLITS, chunks), slots
 
 
 @per_request_seeds
 def tree_rejection_triton(draft_token_ids: torch.Tensor, parent_ids: torch.Tensor,
                           draft_probs, target_probs: torch.Tensor, greedy: torch.Tensor,
                           seed, *, warps: int = GPU_WARPS, stages: int = GPU_STAGES,
-                          kids: int = KIDS) -> torch.Tensor:
+                          kids: int = KIDS, programs_per_sm: int = GPU_PROGRAMS_PER_SM,
+                          walk_warps: int = GPU_WALK_WARPS, pdl: bool = True) -> torch.Tensor:
     """Family ``tree-rejection``: int64 [B, N + 1], -1 past each request's path. ``seed``:
-    an int, or int64 [B] per-request seeds. On a GPU: ``warps`` per program, ``stages`` of
-    the row passes' pipelines; ``kids``: children of the last node held in registers (a
-    power of two). One launch, no host synchronisation: a CUDA graph can capture it."""
+    an int, or int64 [B] per-request seeds. On a GPU: ``warps`` per race program and
+    ``walk_warps`` per walk program (drawn), ``stages`` of the row passes' pipelines,
+    ``programs_per_sm`` of the race (the split G), ``pdl``: the race as a programmatic
+    dependent launch of the walk (on GPUs that take it); ``kids``: children of the last
+    node held in registers (a power of two). One launch (listed) or two (drawn), no host
+    synchronisation: a CUDA graph can capture the call (after one call outside it, which
+    makes the held scratch: kernels/split_scratch.py)."""
     _check(draft_token_ids, parent_ids, draft_probs, target_probs, greedy)
     batch, nodes, vocab = target_probs.shape[0], draft_token_ids.shape[1], target_probs.shape[2]
     device = target_probs.device
@@ -399,13 +392,29 @@ def tree_rejection_triton(draft_token_ids: torch.Tensor, parent_ids: torch.Tenso
         return out
     target = target_probs.contiguous()
     draft = target if draft_probs is None else draft_probs.contiguous()
+    tokens, parents, greedy = (draft_token_ids.contiguous(), parent_ids.contiguous(),
+                               greedy.contiguous())
     q = quarter_width(vocab)
-    block = _launch_shape(batch, vocab, device)
+    chunks = cdiv(vocab, 4 * q)
+    block, splits, slots = _launch_shape(batch, vocab, nodes, device, programs_per_sm)
+    per_split = cdiv(chunks, splits)
+    splits = cdiv(chunks, per_split)                      # every run holds a chunk
+    blocks = cdiv(batch, block)
     gpu = device.type == "cuda"
-    _tree_kernel[(cdiv(batch, block),)](
-        out, draft_token_ids.contiguous(), parent_ids.contiguous(), target, draft,
-        greedy.contiguous(), seed, batch, nodes, vocab, cdiv(vocab, 4 * q), BLOCK_B=block,
-        Q=q, K=kids if gpu else min(kids, next_power_of_2(nodes)),   # interpreter: per step
-        DRAFT=draft_probs is not None, STAGES=stages if gpu else 1,
-        num_warps=warps if gpu else 4)
+    drawn = draft_probs is not None
+    tickets, scratch = split_scratch("triton-tree-rejection", device, blocks,
+                                     batch * (splits + STATE.value), (torch.int64,))
+    pdl = pdl and drawn and dependent_launch(device)
+    stages = stages if gpu else 1
+    if drawn:
+        _walk_kernel[(blocks,)](out, scratch, tokens, parents, target, draft, greedy, seed,
+                                batch, nodes, vocab, chunks, splits, BLOCK_B=block, Q=q,
+                                S=slots, STAGES=stages, PDL=pdl,
+                                num_warps=walk_warps if gpu else 4)
+    _race_kernel[(blocks, splits)](
+        out, tickets, scratch, tokens, parents, target, draft, greedy, seed, batch, nodes,
+        vocab, chunks, per_split, BLOCK_B=block, Q=q,
+        K=kids if gpu else min(kids, next_power_of_2(nodes)),   # interpreter: per step
+        S=slots, GP=next_power_of_2(splits), DRAFT=drawn, STAGES=stages, PDL=pdl,
+        num_warps=warps if gpu else 4, **({"launch_pdl": True} if pdl else {}))
     return out
