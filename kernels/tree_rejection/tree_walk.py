@@ -33,6 +33,7 @@ from sampling_harness.kernels.triton_seeds import philox_key
 COIN_BIT = tl.constexpr(1 << 60)     # coin counters: b 2^20 + index, bit 60 set
 NODE_COIN = tl.constexpr(1 << 19)    # listed children: the coin of row r is index 2^19 + r
 STATE = tl.constexpr(3)              # state row: last node, depth, C (float64 bits)
+MAX_SPLITS = tl.constexpr(64)        # G at most: the partials a finishing program loads
 
 
 @triton.jit
@@ -202,7 +203,7 @@ def walk(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, seed, requests
     return current, depth, spent
 
 
-@triton.jit(do_not_specialize=["seed", "B", "N", "n_chunks", "splits"])
+@triton.jit(do_not_specialize=["seed", "B", "N", "V", "n_chunks", "splits"])
 def _walk_kernel(out_ptr, scratch_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr,
                  greedy_ptr, seed, B, N, V, n_chunks, splits, BLOCK_B: tl.constexpr,
                  Q: tl.constexpr, S: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
@@ -292,15 +293,16 @@ def partials(scratch_ptr, B, splits):
 
 
 @triton.jit
-def merged(scores, indices, requests, ok, B, splits, GP: tl.constexpr):
-    """(score, index) of each request over its G partials, loaded at once: the first split
-    holding the highest score (as a loop over the splits with strict > keeps it)."""
-    split = tl.arange(0, GP)[None, :]
+def merged(scores, indices, requests, ok, B, splits):
+    """(score, index) of each request over its G partials (G <= MAX_SPLITS), loaded at
+    once: the first split holding the highest score (as a loop over the splits with
+    strict > keeps it)."""
+    split = tl.arange(0, MAX_SPLITS)[None, :]
     there = ok[:, None] & (split < splits)
     at = split * B + requests[:, None]
     score = tl.load(scores + at, mask=there, other=-3.0)  # partials are >= -2
     best = tl.max(score, axis=1)
-    first = tl.min(tl.where(score == best[:, None], split, GP), axis=1)
+    first = tl.min(tl.where(score == best[:, None], split, MAX_SPLITS), axis=1)
     index = tl.load(indices + at, mask=there, other=0)
     return best, tl.sum(tl.where(split == first[:, None], index, 0), axis=1)
 

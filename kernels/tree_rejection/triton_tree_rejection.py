@@ -83,6 +83,7 @@ from sampling_harness.kernels.split_scratch import (
     split_scratch,
 )
 from sampling_harness.kernels.tree_rejection.tree_walk import (
+    MAX_SPLITS,
     STATE,
     _walk_kernel,
     argmax_run,
@@ -102,6 +103,11 @@ KIDS = 16                            # last node's children held in registers (p
 SLOTS = 32                           # node slots the walks load and gather at once
 CPU_TILE = 2**17                     # columns (trees x 4Q) per program on the interpreter
 CPU_SPLITS = 2                       # G on the interpreter: the split path, few programs
+# Compiled variants on a GPU follow (Q, DRAFT, seed kind) alone: B, N, V, G, n_chunks are
+# runtime ints, S = SLOTS and K = KIDS fixed, the partials loaded MAX_SPLITS at a time. V is
+# not specialised: V % 16 known would vectorise the row loads, and that changes the
+# threads' share of each chunk's float32 and float64 sums (their summation order) against
+# the one-program kernel, which did not specialise V either.
 
 
 @triton.jit
@@ -249,13 +255,13 @@ def last_token(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests, b
 def finish(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, scores, indices, seed,
            requests, ok, greedy, current, depth, spent, kids, count, B, N, V, n_chunks,
            splits, BLOCK_B: tl.constexpr, Q: tl.constexpr, K: tl.constexpr, S: tl.constexpr,
-           GP: tl.constexpr, DRAFT: tl.constexpr, STAGES: tl.constexpr):
+           DRAFT: tl.constexpr, STAGES: tl.constexpr):
     """BLOCK_B requests' winners over their partials, their last tokens (and the greedy
     walks), then the last token and -1 to each row's end."""
     base = requests.to(tl.int64) * N
     first_row = requests.to(tl.int64) * (N + 1)           # its root row, and its output row
     drawing = ok & ~greedy
-    best, winner = merged(scores, indices, requests, ok, B, splits, GP)
+    best, winner = merged(scores, indices, requests, ok, B, splits)
     token = tl.zeros([BLOCK_B], tl.int64)
     if tl.max(drawing.to(tl.int32), axis=0) > 0:
         token = last_token(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests,
@@ -270,12 +276,11 @@ def finish(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, scores, indi
     store_tail(out_ptr, first_row, ok, depth, token, N, S)
 
 
-@triton.jit(do_not_specialize=["seed", "B", "N", "n_chunks", "per_split"])
+@triton.jit(do_not_specialize=["seed", "B", "N", "V", "n_chunks", "per_split"])
 def _race_kernel(out_ptr, tickets_ptr, scratch_ptr, tokens_ptr, parents_ptr, target_ptr,
                  draft_ptr, greedy_ptr, seed, B, N, V, n_chunks, per_split,
                  BLOCK_B: tl.constexpr, Q: tl.constexpr, K: tl.constexpr, S: tl.constexpr,
-                 GP: tl.constexpr, DRAFT: tl.constexpr, STAGES: tl.constexpr,
-                 PDL: tl.constexpr):
+                 DRAFT: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
     """Program (b, g): BLOCK_B requests' partials over their g-th run of chunks at their
     last nodes (level 1 of the residual race; greedy: the argmax of the root's row), then a
     ticket: the last of the G programs finishes the requests (``finish``). Listed children:
@@ -328,7 +333,7 @@ def _race_kernel(out_ptr, tickets_ptr, scratch_ptr, tokens_ptr, parents_ptr, tar
         tl.atomic_xchg(tickets_ptr + tl.program_id(0), 0)              # ready for the next call
         finish(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, scores, indices, seed,
                requests, ok, greedy, current, depth, spent, kids, count, B, N, V, n_chunks,
-               splits, BLOCK_B, Q, K, S, GP, DRAFT, STAGES)
+               splits, BLOCK_B, Q, K, S, DRAFT, STAGES)
 
 
 def _check(tokens, parents, draft_probs, target_probs, greedy) -> None:
@@ -356,17 +361,17 @@ def _check(tokens, parents, draft_probs, target_probs, greedy) -> None:
 def _launch_shape(batch: int, vocab: int, nodes: int, device: torch.device,
                   programs_per_sm: int) -> tuple[int, int, int]:
     """(BLOCK_B, G, S). GPU: one tree per program, each request's row split into G runs of
-    chunks until the race has about ``programs_per_sm`` programs per SM. Interpreter (which
-    pays per program and per loop trip): as many trees as fill a 2^17-column tile, at most
-    the batch, and a row of several chunks split in two (the split path; the draws are the
-    same). S: node slots loaded at once, at most N rounded up to a power of two."""
+    chunks (at most MAX_SPLITS) until the race has about ``programs_per_sm`` programs per
+    SM; S = SLOTS: no compiled constant follows B or N. Interpreter (which pays per program
+    and per loop trip, and compiles nothing): as many trees as fill a 2^17-column tile, at
+    most the batch, a row of several chunks split in two (the split path; the draws are
+    the same), S at most N rounded up to a power of two."""
     chunks = cdiv(vocab, 4 * quarter_width(vocab))
-    slots = min(SLOTS, next_power_of_2(nodes))
     if device.type == "cuda":
         wanted = cdiv(programs_per_sm * multiprocessors(device), batch)
-        return 1, min(chunks, max(1, wanted)), slots
+        return 1, min(chunks, max(1, wanted), MAX_SPLITS.value), SLOTS
     block = max(1, min(next_power_of_2(batch), CPU_TILE // (4 * quarter_width(vocab))))
-    return block, min(CPU_SPLITS, chunks), slots
+    return block, min(CPU_SPLITS, chunks), min(SLOTS, next_power_of_2(nodes))
 
 
 @per_request_seeds
@@ -415,6 +420,6 @@ def tree_rejection_triton(draft_token_ids: torch.Tensor, parent_ids: torch.Tenso
         out, tickets, scratch, tokens, parents, target, draft, greedy, seed, batch, nodes,
         vocab, chunks, per_split, BLOCK_B=block, Q=q,
         K=kids if gpu else min(kids, next_power_of_2(nodes)),   # interpreter: per step
-        S=slots, GP=next_power_of_2(splits), DRAFT=drawn, STAGES=stages, PDL=pdl,
+        S=slots, DRAFT=drawn, STAGES=stages, PDL=pdl,
         num_warps=warps if gpu else 4, **({"launch_pdl": True} if pdl else {}))
     return out
