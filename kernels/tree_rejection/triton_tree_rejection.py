@@ -81,6 +81,7 @@ from sampling_harness.kernels.split_scratch import (
     multiprocessors,
     next_power_of_2,
     split_scratch,
+    stream_handle,
 )
 from sampling_harness.kernels.tree_rejection.tree_walk import (
     MAX_SPLITS,
@@ -374,6 +375,41 @@ def _launch_shape(batch: int, vocab: int, nodes: int, device: torch.device,
     return block, min(CPU_SPLITS, chunks), min(SLOTS, next_power_of_2(nodes))
 
 
+_PLANS: dict = {}        # (input signature, stream, launch settings) -> _Plan
+
+
+class _Plan:
+    """What a call of one signature launches: the grids, the compiled constants and the
+    held scratch (a call that grows the scratch replaces it: kernels/split_scratch.py)."""
+
+    __slots__ = ("batch", "nodes", "vocab", "chunks", "per_split", "walk_grid", "race_grid",
+                 "walk", "race", "tickets", "scratch", "launch")
+
+    def __init__(self, batch, nodes, vocab, device, drawn, warps, stages, kids,
+                 programs_per_sm, walk_warps, pdl):
+        gpu = device.type == "cuda"
+        q = quarter_width(vocab)
+        chunks = cdiv(vocab, 4 * q)
+        block, splits, slots = _launch_shape(batch, vocab, nodes, device, programs_per_sm)
+        per_split = cdiv(chunks, splits)
+        splits = cdiv(chunks, per_split)                  # every run holds a chunk
+        blocks = cdiv(batch, block)
+        self.tickets, self.scratch = split_scratch(
+            "triton-tree-rejection", device, blocks, batch * (splits + STATE.value),
+            (torch.int64,))
+        pdl = pdl and drawn and dependent_launch(device)
+        stages = stages if gpu else 1
+        self.batch, self.nodes, self.vocab, self.chunks = batch, nodes, vocab, chunks
+        self.per_split, self.walk_grid, self.race_grid = per_split, (blocks,), (blocks, splits)
+        self.walk = {"BLOCK_B": block, "Q": q, "S": slots, "STAGES": stages, "PDL": pdl,
+                     "num_warps": walk_warps if gpu else 4}
+        self.race = {"BLOCK_B": block, "Q": q, "S": slots, "STAGES": stages, "PDL": pdl,
+                     "K": kids if gpu else min(kids, next_power_of_2(nodes)),  # interpreter
+                     "DRAFT": drawn, "num_warps": warps if gpu else 4,
+                     **({"launch_pdl": True} if pdl else {})}
+        self.launch = drawn
+
+
 @per_request_seeds
 def tree_rejection_triton(draft_token_ids: torch.Tensor, parent_ids: torch.Tensor,
                           draft_probs, target_probs: torch.Tensor, greedy: torch.Tensor,
@@ -387,39 +423,36 @@ def tree_rejection_triton(draft_token_ids: torch.Tensor, parent_ids: torch.Tenso
     dependent launch of the walk (on GPUs that take it); ``kids``: children of the last
     node held in registers (a power of two). One launch (listed) or two (drawn), no host
     synchronisation: a CUDA graph can capture the call (after one call outside it, which
-    makes the held scratch: kernels/split_scratch.py)."""
-    _check(draft_token_ids, parent_ids, draft_probs, target_probs, greedy)
-    batch, nodes, vocab = target_probs.shape[0], draft_token_ids.shape[1], target_probs.shape[2]
+    makes the held scratch: kernels/split_scratch.py). The launch of a signature seen
+    before (shapes, dtypes, device, stream, settings) is taken from ``_PLANS``: its inputs
+    passed ``_check`` then."""
     device = target_probs.device
+    key = (draft_token_ids.shape, draft_token_ids.dtype, parent_ids.shape, parent_ids.dtype,
+           target_probs.shape, target_probs.dtype, None if draft_probs is None else
+           (draft_probs.shape, draft_probs.dtype), greedy.shape, greedy.dtype, device,
+           stream_handle(device), warps, stages, kids, programs_per_sm, walk_warps, pdl)
+    plan = _PLANS.get(key)
+    if plan is None:
+        _check(draft_token_ids, parent_ids, draft_probs, target_probs, greedy)
+        if target_probs.shape[0] == 0:
+            return torch.empty((0, draft_token_ids.shape[1] + 1), dtype=torch.int64,
+                               device=device)
+        plan = _Plan(target_probs.shape[0], draft_token_ids.shape[1], target_probs.shape[2],
+                     device, draft_probs is not None, warps, stages, kids, programs_per_sm,
+                     walk_warps, pdl)
+        _PLANS[key] = plan
+    batch, nodes, vocab = plan.batch, plan.nodes, plan.vocab
     seed = seed_argument(seed, batch, device)
     out = torch.empty((batch, nodes + 1), dtype=torch.int64, device=device)
-    if batch == 0:
-        return out
     target = target_probs.contiguous()
     draft = target if draft_probs is None else draft_probs.contiguous()
     tokens, parents, greedy = (draft_token_ids.contiguous(), parent_ids.contiguous(),
                                greedy.contiguous())
-    q = quarter_width(vocab)
-    chunks = cdiv(vocab, 4 * q)
-    block, splits, slots = _launch_shape(batch, vocab, nodes, device, programs_per_sm)
-    per_split = cdiv(chunks, splits)
-    splits = cdiv(chunks, per_split)                      # every run holds a chunk
-    blocks = cdiv(batch, block)
-    gpu = device.type == "cuda"
-    drawn = draft_probs is not None
-    tickets, scratch = split_scratch("triton-tree-rejection", device, blocks,
-                                     batch * (splits + STATE.value), (torch.int64,))
-    pdl = pdl and drawn and dependent_launch(device)
-    stages = stages if gpu else 1
-    if drawn:
-        _walk_kernel[(blocks,)](out, scratch, tokens, parents, target, draft, greedy, seed,
-                                batch, nodes, vocab, chunks, splits, BLOCK_B=block, Q=q,
-                                S=slots, STAGES=stages, PDL=pdl,
-                                num_warps=walk_warps if gpu else 4)
-    _race_kernel[(blocks, splits)](
-        out, tickets, scratch, tokens, parents, target, draft, greedy, seed, batch, nodes,
-        vocab, chunks, per_split, BLOCK_B=block, Q=q,
-        K=kids if gpu else min(kids, next_power_of_2(nodes)),   # interpreter: per step
-        S=slots, DRAFT=drawn, STAGES=stages, PDL=pdl,
-        num_warps=warps if gpu else 4, **({"launch_pdl": True} if pdl else {}))
+    if plan.launch:
+        _walk_kernel[plan.walk_grid](out, plan.scratch, tokens, parents, target, draft, greedy,
+                                     seed, batch, nodes, vocab, plan.chunks,
+                                     plan.race_grid[1], **plan.walk)
+    _race_kernel[plan.race_grid](out, plan.tickets, plan.scratch, tokens, parents, target,
+                                 draft, greedy, seed, batch, nodes, vocab, plan.chunks,
+                                 plan.per_split, **plan.race)
     return out
