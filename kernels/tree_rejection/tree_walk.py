@@ -1,38 +1,42 @@
 """triton-tree-rejection's walks (kernels/tree_rejection/triton_tree_rejection.py states the
-law, the draws and the kernels): a random request's walk over its node slots, a greedy
-request's walk from its root's argmax, the argmax passes (a run of chunks, or a row), and
-the race kernel's scratch (partials, state rows) and output tail.
+law, the draws and the kernel): a random request's walk over its node slots, with the
+residual's mass of a drawn walk shared by the G programs of its request; a greedy request's
+walk from its root's argmax; the argmax passes (a run of chunks, or a row); the scratch
+(partials, chunk sums) and the output tail.
 
 Node i is only ever tested under its own parent (parents come first, siblings in draft
 order), so its gathered probabilities and its coin do not depend on the walk: a block of S
 slots is loaded and gathered as tiles at once, then walked in registers. The coins are those
 of the law: drawn, counter b 2^20 + i; listed, b 2^20 + 2^19 + (parent + 1), the coin of the
 parent's row. Only the residual's mass (drawn, after a rejection followed by another
-sibling) depends on the walk: it stays a pass over the row pair, in the walk.
+sibling) depends on the walk and reads a row pair.
 
-Walk kernel (drawn children), one program per tree (on the interpreter a block of trees side
-by side): the random requests' walks, then each request's state row, (last node, depth, C
-as float64 bits), for the race kernel (listed children are walked by the race programs
-themselves: their walk reads no row).
+Every program of a request walks it (the walks agree: same inputs, same sums). The residual
+mass c = sum_v max(p - C q, 0) is the float64 sum of the row pair's chunks, added in chunk
+order from 0 (what one loop over the row did): each of the G programs sums the chunks of its
+own run (each chunk as one tile, as before) and stores the chunk sums, the G meet at their
+request block's counter (an atomic each, then a wait for the others), and each adds all the
+chunk sums in chunk order: the same c, bit for bit, in every program and as before. The G
+programs of a request are adjacent in the grid and the host keeps the whole grid resident
+(G = 1 on the interpreter, which runs programs one after another).
 
-    # reads:  tokens and parents (16 N), each node's p(x_i) and q(x_i) at its parent's row
-    #         (8 N), one row pair (8 V) per rejection followed by another drawn child
-    # writes: the accepted tokens (8 per node accepted), the state row (24)
+    # reads per program:  tokens and parents (16 N), each node's p(x_i) and q(x_i) at its
+    #   parent's row (8 N); per rejection followed by another drawn child, 8 V / G of the
+    #   row pair and the n_chunks chunk sums (8 each, from L2); writes n_chunks / G sums
 
 The scratch: the race's partials (G per request, a float32 score and an int32 index), then
-the state rows.
+two chunk-sum buffers per request (float64 [2, B, n_chunks], drawn: pass k writes buffer
+k % 2, so a program a pass ahead never overwrites sums another still adds).
 """
 
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from sampling_harness.kernels.sample.triton_race import chunk_probs
 from sampling_harness.kernels.triton_seeds import philox_key
 
 COIN_BIT = tl.constexpr(1 << 60)     # coin counters: b 2^20 + index, bit 60 set
 NODE_COIN = tl.constexpr(1 << 19)    # listed children: the coin of row r is index 2^19 + r
-STATE = tl.constexpr(3)              # state row: last node, depth, C (float64 bits)
 MAX_SPLITS = tl.constexpr(64)        # G at most: the partials a finishing program loads
 
 
@@ -47,19 +51,63 @@ def coin(seed, requests, index):
 
 
 @triton.jit
-def residual_mass(target_ptr, draft_ptr, rows, live, spent, V, n_chunks,
-                  BLOCK_B: tl.constexpr, Q: tl.constexpr, STAGES: tl.constexpr):
-    """c = sum_v max(p - C q, 0) of each live row, float64: one pass over the row pair."""
-    total = tl.zeros([BLOCK_B], tl.float64)
-    for chunk in tl.range(0, n_chunks, num_stages=STAGES):
+def meet(bar_ptr, arrived):
+    """Wait at a request block's counter until ``arrived`` programs came: each program's
+    stores, then its atomic add (release), then atomic reads until the count is reached
+    (acquire). Deadlock-free only while the block's G programs are resident together."""
+    tl.debug_barrier()                                    # all threads' stores, then release
+    seen = tl.atomic_add(bar_ptr, 1) + 1                  # acq_rel, gpu scope
+    while seen < arrived:
+        seen = tl.atomic_add(bar_ptr, 0)
+    tl.debug_barrier()                                    # every thread after the acquire
+
+
+@triton.jit
+def chunk_sums(at, c0, need, n_chunks):
+    """The stored sums of chunks c0 .. c0 + 7 (0 past the last: adding it changes nothing),
+    read past the SM's L1 (other programs wrote them), all eight in flight at once."""
+    live = need.to(tl.int32) * 0 + c0
+    return (tl.load(at + c0, mask=need & (live < n_chunks), other=0.0, volatile=True),
+            tl.load(at + c0 + 1, mask=need & (live + 1 < n_chunks), other=0.0, volatile=True),
+            tl.load(at + c0 + 2, mask=need & (live + 2 < n_chunks), other=0.0, volatile=True),
+            tl.load(at + c0 + 3, mask=need & (live + 3 < n_chunks), other=0.0, volatile=True),
+            tl.load(at + c0 + 4, mask=need & (live + 4 < n_chunks), other=0.0, volatile=True),
+            tl.load(at + c0 + 5, mask=need & (live + 5 < n_chunks), other=0.0, volatile=True),
+            tl.load(at + c0 + 6, mask=need & (live + 6 < n_chunks), other=0.0, volatile=True),
+            tl.load(at + c0 + 7, mask=need & (live + 7 < n_chunks), other=0.0, volatile=True))
+
+
+@triton.jit
+def in_order(total, s0, s1, s2, s3, s4, s5, s6, s7):
+    """total + s0 + ... + s7, added left to right."""
+    return (((((((total + s0) + s1) + s2) + s3) + s4) + s5) + s6) + s7
+
+
+@triton.jit
+def shared_mass(target_ptr, draft_ptr, sums_ptr, bar_ptr, rows, need, spent, requests, passes,
+                B, V, n_chunks, first, last, splits, BLOCK_B: tl.constexpr, Q: tl.constexpr,
+                STAGES: tl.constexpr):
+    """c = sum_v max(p - C q, 0) of each ``need`` row, float64 (module docstring): this
+    program's chunks first .. last - 1 summed and stored (buffer ``passes`` % 2), the G
+    programs met (pass ``passes``, from 1), then every chunk sum added in chunk order."""
+    at = sums_ptr + ((passes % 2) * B + requests.to(tl.int64)) * n_chunks
+    for chunk in tl.range(first, last, num_stages=STAGES):
         col0 = tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q
-        p0, p1, p2, p3 = chunk_probs(target_ptr, rows, live, V, V, col0, Q)
-        q0, q1, q2, q3 = chunk_probs(draft_ptr, rows, live, V, V, col0, Q)
+        p0, p1, p2, p3 = chunk_probs(target_ptr, rows, need, V, V, col0, Q)
+        q0, q1, q2, q3 = chunk_probs(draft_ptr, rows, need, V, V, col0, Q)
         for_tile = (tl.maximum(p0.to(tl.float64) - spent[:, None] * q0.to(tl.float64), 0.0)
                     + tl.maximum(p1.to(tl.float64) - spent[:, None] * q1.to(tl.float64), 0.0)
                     + tl.maximum(p2.to(tl.float64) - spent[:, None] * q2.to(tl.float64), 0.0)
                     + tl.maximum(p3.to(tl.float64) - spent[:, None] * q3.to(tl.float64), 0.0))
-        total += tl.sum(for_tile, axis=1)
+        tl.store(at + chunk, tl.sum(for_tile, axis=1), mask=need)
+    if splits > 1:
+        meet(bar_ptr, passes * splits)
+    total = tl.zeros([BLOCK_B], tl.float64)
+    for c0 in range(0, n_chunks, 16):                     # 16 loads in flight, then the adds
+        s0, s1, s2, s3, s4, s5, s6, s7 = chunk_sums(at, c0, need, n_chunks)
+        s8, s9, s10, s11, s12, s13, s14, s15 = chunk_sums(at, c0 + 8, need, n_chunks)
+        total = in_order(in_order(total, s0, s1, s2, s3, s4, s5, s6, s7),
+                         s8, s9, s10, s11, s12, s13, s14, s15)
     return total
 
 
@@ -147,11 +195,14 @@ def gathered(probs_ptr, first_row, slot, token, parent, valid, V, other):
 
 
 @triton.jit
-def walk(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, seed, requests, walking,
-         storing, N, V, n_chunks, BLOCK_B: tl.constexpr, Q: tl.constexpr, S: tl.constexpr,
-         DRAFT: tl.constexpr, STAGES: tl.constexpr):
+def walk(out_ptr, sums_ptr, bar_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, seed,
+         requests, walking, storing, B, N, V, n_chunks, first, last, splits,
+         BLOCK_B: tl.constexpr, Q: tl.constexpr, S: tl.constexpr, DRAFT: tl.constexpr,
+         STAGES: tl.constexpr):
     """(last node, depth, C) of each walking request, walked over its node slots (S at a
-    time, gathered first); the accepted tokens stored where ``storing``."""
+    time, gathered first); the accepted tokens stored where ``storing``; drawn, each
+    residual's mass shared by the G programs (``shared_mass``: chunks first .. last - 1
+    here)."""
     base = requests.to(tl.int64) * N                      # the request's first node slot
     first_row = requests.to(tl.int64) * (N + 1)           # its root row, and its output row
     current = tl.full([BLOCK_B], -1, tl.int64)
@@ -160,6 +211,7 @@ def walk(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, seed, requests
     spent = tl.zeros([BLOCK_B], tl.float64)               # drawn: C
     norm = tl.full([BLOCK_B], 1.0, tl.float64)            # drawn: c
     stale = requests < 0                                  # drawn: c needs a pass
+    passes = tl.program_id(0) * 0                         # drawn: passes made so far
     for s0 in range(0, N, S):
         slot, token, parent = slot_block(tokens_ptr, parents_ptr, base, walking, s0, N, S)
         valid = (token >= 0) & (parent >= -1) & (parent < slot)
@@ -180,8 +232,11 @@ def walk(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, seed, requests
                     q_x = pick(q_all, slot, i)
                     need = live & stale
                     if tl.max(need.to(tl.int32), axis=0) > 0:
-                        mass = residual_mass(target_ptr, draft_ptr, first_row + current + 1,
-                                             need, spent, V, n_chunks, BLOCK_B, Q, STAGES)
+                        passes += 1
+                        mass = shared_mass(target_ptr, draft_ptr, sums_ptr, bar_ptr,
+                                           first_row + current + 1, need, spent, requests,
+                                           passes, B, V, n_chunks, first, last, splits,
+                                           BLOCK_B, Q, STAGES)
                         norm = tl.where(need, mass, norm)
                         stale = stale & ~need
                     w = tl.maximum(p_x - spent * q_x, 0.0)
@@ -203,53 +258,21 @@ def walk(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, seed, requests
     return current, depth, spent
 
 
-@triton.jit(do_not_specialize=["seed", "B", "N", "V", "n_chunks", "splits"])
-def _walk_kernel(out_ptr, scratch_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr,
-                 greedy_ptr, seed, B, N, V, n_chunks, splits, BLOCK_B: tl.constexpr,
-                 Q: tl.constexpr, S: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
-    """Each program: BLOCK_B random requests walked (drawn children), then their state
-    rows. PDL: the race may launch at once (its greedy runs need no walk)."""
-    if PDL:
-        gdc_launch_dependents()
-    requests = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
-    ok = requests < B
-    walking = ok & (tl.load(greedy_ptr + requests, mask=ok, other=1) == 0)
-    current, depth, spent = walk(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr,
-                                 seed, requests, walking, walking, N, V, n_chunks, BLOCK_B,
-                                 Q, S, True, STAGES)
-    state = scratch_ptr + splits * B + requests.to(tl.int64) * STATE
-    tl.store(state, current, mask=ok)
-    tl.store(state + 1, depth, mask=ok)
-    tl.store(state + 2, spent.to(tl.int64, bitcast=True), mask=ok)
-
-
 @triton.jit
-def walked(scratch_ptr, requests, ok, B, splits):
-    """(last node, depth, C) of each request, from the state rows the walk kernel left."""
-    state = scratch_ptr + splits * B + requests.to(tl.int64) * STATE
-    return (tl.load(state, mask=ok, other=-1), tl.load(state + 1, mask=ok, other=0),
-            tl.load(state + 2, mask=ok, other=0).to(tl.float64, bitcast=True))
-
-
-@triton.jit
-def last_nodes(out_ptr, scratch_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, seed,
-               requests, ok, drawing, B, N, V, n_chunks, splits, BLOCK_B: tl.constexpr,
-               Q: tl.constexpr, K: tl.constexpr, S: tl.constexpr, DRAFT: tl.constexpr,
-               STAGES: tl.constexpr, PDL: tl.constexpr):
-    """(last node, depth, C, kids, count) of each request for a race program: listed, its
-    own walk (program g = 0 stores the tokens) and the last node's children; drawn, the
-    walk kernel's state row (PDL: once the walk is done), no children."""
+def last_nodes(out_ptr, sums_ptr, bar_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr,
+               seed, requests, ok, drawing, split, B, N, V, n_chunks, first, last, splits,
+               BLOCK_B: tl.constexpr, Q: tl.constexpr, K: tl.constexpr, S: tl.constexpr,
+               DRAFT: tl.constexpr, STAGES: tl.constexpr):
+    """(last node, depth, C, kids, count) of each random request, walked by each of its
+    programs (split 0 stores the tokens); listed, the last node's children too."""
     kids = tl.full([BLOCK_B, K], -1, tl.int64)
     count = tl.zeros([BLOCK_B], tl.int32)
-    if DRAFT:
-        if PDL:
-            gdc_wait()                                    # the walk's state rows
-        current, depth, spent = walked(scratch_ptr, requests, ok, B, splits)
-    else:
-        storing = drawing & (requests * 0 + tl.program_id(1) == 0)
-        current, depth, spent = walk(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr,
-                                     seed, requests, drawing, storing, N, V, n_chunks,
-                                     BLOCK_B, Q, S, DRAFT, STAGES)
+    storing = drawing & (requests * 0 + split == 0)
+    current, depth, spent = walk(out_ptr, sums_ptr, bar_ptr, tokens_ptr, parents_ptr,
+                                 target_ptr, draft_ptr, seed, requests, drawing, storing, B,
+                                 N, V, n_chunks, first, last, splits, BLOCK_B, Q, S, DRAFT,
+                                 STAGES)
+    if not DRAFT:
         kids, count = children_of(tokens_ptr, parents_ptr, requests.to(tl.int64) * N,
                                   drawing, current, N, BLOCK_B, K)
     return current, depth, spent, kids, count
@@ -286,10 +309,11 @@ def greedy_walk(out_ptr, tokens_ptr, parents_ptr, target_ptr, base, first_row, w
 
 @triton.jit
 def partials(scratch_ptr, B, splits):
-    """The race's partials at the scratch's start: scores (float32 [G, B]), then indices
-    (int32 [G, B]); the walk's state rows follow them."""
+    """The scratch: the race's partials, scores (float32 [G, B]) then indices (int32
+    [G, B]), then the chunk sums (float64 [2, B, n_chunks])."""
     scores = scratch_ptr.to(tl.pointer_type(tl.float32))
-    return scores, scores.to(tl.pointer_type(tl.int32)) + splits * B
+    sums = (scratch_ptr + splits * B).to(tl.pointer_type(tl.float64))
+    return scores, scores.to(tl.pointer_type(tl.int32)) + splits * B, sums
 
 
 @triton.jit

@@ -1,5 +1,6 @@
-"""triton-tree-rejection: tree and multi-draft verification, the race at each request's last
-node split over programs (listed children: one launch; drawn: a walk kernel first).
+"""triton-tree-rejection: tree and multi-draft verification in one launch, G programs per
+request: each walks it (drawn, the residuals' mass passes shared), each races a run of the
+last node's row, the last of them finishes.
 
 A request's node slots i = 0 .. N - 1 are visited in order: node i is tested when its parent
 is the walk's current node (parents come first, siblings in draft order, so its earlier
@@ -27,41 +28,50 @@ request 0 keyed by its own seed (kernels/triton_seeds.py).
 
 Output: int64 [B, N + 1], the contract's widest (any width from D + 1 to N + 1 is allowed,
 D the batch's deepest path): each accepted token is stored into row b as it is accepted,
-then the last token and -1 to the row's end. One launch (listed) or two (drawn), no host
-synchronisation, no shape that depends on the data: a CUDA graph can hold the call. Held
-scratch (kernels/split_scratch.py): a ticket per block of requests, G partials per request
-(a float32 score, an int32 index), drawn a state row per request (last node, depth, C).
+then the last token and -1 to the row's end. One launch, no host synchronisation, no shape
+that depends on the data: a CUDA graph can hold the call. Held scratch
+(kernels/split_scratch.py): per block of requests a ticket and a counter, G partials per
+request (a float32 score, an int32 index), drawn two chunk-sum buffers (float64 [2,
+n_chunks]) per request.
 
-1. Walk kernel (drawn only; kernels/tree_rejection/tree_walk.py), a program per tree: the
-   random requests' walks (every node's p(x_i), q(x_i) gathered at its parent's row first,
-   then the walk in registers but for the residual's mass, a pass over the row pair).
-       # reads 24 N + 8 V per rejection followed by another drawn child; writes the
-       # accepted tokens (8 each) and the state row (24)
-2. Race kernel, grid (B, G): program (b, g) takes the g-th run of chunks of the row at
-   request b's last node (listed: after walking the request itself, a walk that reads no
-   row; drawn: from the walk's state row, as its programmatic dependent). Random requests:
-   level 1 of the race, each chunk's residual mass / chunk_noise(b, chunk), the run's best
-   (strict >: the first of a tie); greedy ones (whose walk waits for the root's argmax):
-   the maximum of the run of the root's row and its first column. It stores the partial
-   and takes its block's ticket; the last of the G finishes: the first split holding the
-   highest score (the chunk, or column, one loop over the row picks), level 2 (race_chunk)
-   in the winner chunk, or where the residual has no mass the whole race over p (one
-   program, outside the contract); greedy walks, a pass over the row of each node taken.
-       # reads 4 V / G of the target row (drawn where a child was rejected there, of the
-       # draft row too); listed 36 N (the walk, the last node's children; more than K:
-       # 16 N per quarter); drawn the state row; writes a partial (8). The last: 8 G, a
-       # chunk (16 Q, drawn 32 Q), an empty residual's row (4 V), greedy 16 N and 4 V per
-       # node taken; writes the tokens (listed by g = 0) and the row's tail
+One kernel, G programs per block of requests (adjacent in a 1-D grid). Program g of request
+b walks it (kernels/tree_rejection/tree_walk.py: every node's p(x_i) and q(x_i) gathered at
+its parent's row first, then the walk in registers; the G walks agree, g = 0 stores the
+tokens). Drawn, each residual's mass c (after a rejection followed by another sibling) is
+shared: each program sums its run of the row pair's chunks, the G meet at the request's
+counter, each adds all chunk sums in chunk order, as one loop over the row did (so the G
+programs must be resident together: G B <= GPU_RESIDENT_PER_SM per SM). Then the race at
+the last node (kernels/tree_rejection/tree_race.py) over the g-th run of chunks of its row:
+random requests, level 1, each chunk's residual mass / chunk_noise(b, chunk), the run's best
+(strict >: the first of a tie); greedy ones (whose walk waits for the root's argmax, taken
+before the walk) the maximum of the run of the root's row and its first column. It stores
+the partial and takes its block's ticket; the last of the G finishes: the first split
+holding the highest score (the chunk, or column, one loop over the row picks), level 2
+(race_chunk) in the winner chunk, or where the residual has no mass the whole race over p
+(one program, outside the contract); greedy walks, a pass over the row of each node taken.
+    # per program: reads 24 N (the walk; listed, 12 more for the last node's children,
+    # more than K: 16 N per quarter), 8 V / G of a row pair and 8 n_chunks per shared
+    # mass (drawn), 4 V / G of the target row at the last node (drawn where a child was
+    # rejected there, of the draft row too); writes a partial (8), its chunk sums. The
+    # last: 8 G, a chunk (16 Q, drawn 32 Q), an empty residual's row (4 V), greedy 16 N
+    # and 4 V per node taken; writes the tokens (by g = 0) and the row's tail
 
-Row passes are software-pipelined loops of a chunk (4Q columns) per trip, with the float32
-and float64 sums per chunk of one loop over the row: the draws do not depend on G. Listed:
-the last node's children are held in registers (at most K; more take a loop over the node
-slots per quarter) and masked only in the chunks that hold one. All told, a request reads
-the floor (suites/tree_rejection/bench.py) and its nodes' probabilities and slots (a few
-hundred bytes, per listed program, from L2), a chunk again, the partials. No noise in memory.
-H200, 64 x 16 x 151936, bench --cuda-graph, outputs as the one program per tree before:
-listed 39 us, 36 % of the floor (83 us, 17 % before); drawn 181 us, 27 % (323 us, 15 %),
-mostly the drawn walks' residual passes, a row pair each streamed by one program.
+Row passes are software-pipelined loops of a chunk (4Q columns) per trip, each chunk's
+float32 and float64 sums the one loop over the row made, in its order: the draws do not
+depend on G. Listed: the last node's children are held in registers (at most K; more take a
+loop over the node slots per quarter) and masked only in the chunks that hold one. All told,
+a request reads the floor (suites/tree_rejection/bench.py), its nodes' probabilities and
+slots per program (a few hundred bytes, from L2), a chunk again, the partials and chunk
+sums. No noise in memory.
+
+Compiled variants on a GPU follow (Q, DRAFT, seed kind) alone: B, N, V, G and n_chunks are
+runtime ints, S = SLOTS and K = KIDS fixed, the partials loaded MAX_SPLITS at a time. V is
+not specialised: V % 16 known would vectorise the row loads, which changes the threads'
+share of each chunk's float32 and float64 sums (their summation order) against the
+one-program kernel of 4fbd46e, which did not specialise V either.
+H200, 64 x 16 x 151936, bench --cuda-graph, the split race with a walk kernel (98bc618):
+listed 39 us, 36 % of the floor; drawn 181 us, 27 %, mostly the residual passes, a row
+pair each streamed by one program (now by G).
 """
 
 import torch
@@ -69,24 +79,17 @@ import triton
 import triton.language as tl
 
 from sampling_harness.kernels.meta import per_request_seeds
-from sampling_harness.kernels.sample.triton_race import (
-    chunk_noise,
-    chunk_probs,
-    quarter_width,
-    race_chunk,
-)
+from sampling_harness.kernels.sample.triton_race import quarter_width
 from sampling_harness.kernels.split_scratch import (
     cdiv,
-    dependent_launch,
     multiprocessors,
     next_power_of_2,
     split_scratch,
     stream_handle,
 )
+from sampling_harness.kernels.tree_rejection.tree_race import last_token, residual_run
 from sampling_harness.kernels.tree_rejection.tree_walk import (
     MAX_SPLITS,
-    STATE,
-    _walk_kernel,
     argmax_run,
     greedy_walk,
     last_nodes,
@@ -97,159 +100,16 @@ from sampling_harness.kernels.tree_rejection.tree_walk import (
 from sampling_harness.kernels.triton_seeds import seed_argument
 
 GPU_WARPS = 4                        # per race program: 4 warps stream a run of chunks
-GPU_WALK_WARPS = 4                   # per walk program (drawn: it streams row pairs)
 GPU_STAGES = 5                       # chunks a row pass holds: 4 in flight, 1 reduced
-GPU_PROGRAMS_PER_SM = 4              # race programs (B G) per SM, G at most the chunks
+GPU_PROGRAMS_PER_SM = 4              # listed programs (B G) per SM, G at most the chunks
+GPU_RESIDENT_PER_SM = 2              # drawn programs per SM, resident together: sm_90,
+#                                      4 warps, 255 registers a thread, 64 KB shared (4
+#                                      stages of a 16 KB chunk pair): two fit an SM
 KIDS = 16                            # last node's children held in registers (power of 2)
 SLOTS = 32                           # node slots the walks load and gather at once
 CPU_TILE = 2**17                     # columns (trees x 4Q) per program on the interpreter
 CPU_SPLITS = 2                       # G on the interpreter: the split path, few programs
-# Compiled variants on a GPU follow (Q, DRAFT, seed kind) alone: B, N, V, G, n_chunks are
-# runtime ints, S = SLOTS and K = KIDS fixed, the partials loaded MAX_SPLITS at a time. V is
-# not specialised: V % 16 known would vectorise the row loads, and that changes the
-# threads' share of each chunk's float32 and float64 sums (their summation order) against
-# the one-program kernel, which did not specialise V either.
 
-
-@triton.jit
-def drawn_weights(p, q, spent):
-    """max(p - C q, 0) on a tile, in float64, as float32 (the race's scores)."""
-    return tl.maximum(p.to(tl.float64) - spent[:, None] * q.to(tl.float64), 0.0).to(tl.float32)
-
-
-@triton.jit
-def without_kids(p, cols, kids, K: tl.constexpr):
-    """p with 0 at the columns ``cols`` that are one of the ``kids`` (-1: none)."""
-    hit = cols < 0
-    for k in tl.static_range(K):
-        kid = tl.sum(tl.where(tl.arange(0, K)[None, :] == k, kids, 0), axis=1)
-        hit = hit | (cols == kid[:, None])
-    return tl.where(hit, 0.0, p)
-
-
-@triton.jit
-def without_children(p, cols, tokens_ptr, parents_ptr, base, ok, current, N):
-    """p with 0 at the tokens of the children of ``current``, every slot read (slow path)."""
-    hit = cols < 0
-    for n in range(0, N):
-        token = tl.load(tokens_ptr + base + n, mask=ok, other=-1)
-        parent = tl.load(parents_ptr + base + n, mask=ok, other=-2)
-        child = (parent == current) & (token >= 0)
-        hit = hit | ((cols == token[:, None]) & child[:, None])
-    return tl.where(hit, 0.0, p)
-
-
-@triton.jit
-def chunk_weights(target_ptr, draft_ptr, tokens_ptr, parents_ptr, base, ok, rows, live,
-                  current, spent, kids, N, V, col0, DRAFT: tl.constexpr, SCAN: tl.constexpr,
-                  Q: tl.constexpr, K: tl.constexpr):
-    """The residual's four quarters [BLOCK_B, Q] on the chunk from ``col0``: max(p - C q, 0)
-    with draft probs (p where C = 0: q not read), p without the children's tokens of
-    ``current`` without (``kids``, or with SCAN every node slot)."""
-    p0, p1, p2, p3 = chunk_probs(target_ptr, rows, live, V, V, col0, Q)
-    if DRAFT:                            # q is read only where a child was rejected (C > 0)
-        q0, q1, q2, q3 = chunk_probs(draft_ptr, rows, live & (spent > 0), V, V, col0, Q)
-        w0 = drawn_weights(p0, q0, spent)
-        w1 = drawn_weights(p1, q1, spent)
-        w2 = drawn_weights(p2, q2, spent)
-        w3 = drawn_weights(p3, q3, spent)
-    else:
-        w0, w1, w2, w3 = p0, p1, p2, p3
-        j = tl.arange(0, Q)[None, :] + col0
-        if SCAN:
-            w0 = without_children(p0, j, tokens_ptr, parents_ptr, base, ok, current, N)
-            w1 = without_children(p1, j + Q, tokens_ptr, parents_ptr, base, ok, current, N)
-            w2 = without_children(p2, j + 2 * Q, tokens_ptr, parents_ptr, base, ok, current, N)
-            w3 = without_children(p3, j + 3 * Q, tokens_ptr, parents_ptr, base, ok, current, N)
-        else:
-            inside = (kids >= col0) & (kids < col0 + 4 * Q)
-            if tl.max(tl.max(inside.to(tl.int32), axis=1), axis=0) > 0:   # a child's token
-                w0 = without_kids(p0, j, kids, K)
-                w1 = without_kids(p1, j + Q, kids, K)
-                w2 = without_kids(p2, j + 2 * Q, kids, K)
-                w3 = without_kids(p3, j + 3 * Q, kids, K)
-    return w0, w1, w2, w3
-
-
-@triton.jit
-def residual_run(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests, base, ok,
-                 rows, live, current, spent, kids, N, V, n_chunks, first, last,
-                 BLOCK_B: tl.constexpr, Q: tl.constexpr, K: tl.constexpr,
-                 DRAFT: tl.constexpr, SCAN: tl.constexpr, STAGES: tl.constexpr):
-    """(score, chunk): level 1 of triton-exact's race over chunks first .. last - 1 of each
-    live row's residual, the highest mass / E_chunk (the first of a tie; -1 where the mass
-    is 0), with the race words of row b."""
-    best = tl.full([BLOCK_B], -2.0, tl.float32)
-    winner = tl.zeros([BLOCK_B], tl.int32) + first
-    for chunk in tl.range(first, last, num_stages=STAGES):
-        w0, w1, w2, w3 = chunk_weights(target_ptr, draft_ptr, tokens_ptr, parents_ptr, base,
-                                       ok, rows, live, current, spent, kids, N, V,
-                                       tl.full([1, 1], 0, tl.int32) + chunk * 4 * Q,
-                                       DRAFT, SCAN, Q, K)
-        mass = tl.sum(w0 + w1 + w2 + w3, axis=1)
-        level1 = tl.where(mass > 0, mass / chunk_noise(seed, requests, chunk, n_chunks), -1.0)
-        better = level1 > best
-        best = tl.where(better, level1, best)
-        winner = tl.where(better, chunk, winner)
-    return best, winner
-
-
-@triton.jit
-def winner_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests, base, ok,
-                rows, live, current, spent, kids, winner, N, V, n_chunks,
-                BLOCK_B: tl.constexpr, Q: tl.constexpr, K: tl.constexpr,
-                DRAFT: tl.constexpr, SCAN: tl.constexpr):
-    """Level 2: the tokens of each live row's winner chunk of its residual race."""
-    w0, w1, w2, w3 = chunk_weights(target_ptr, draft_ptr, tokens_ptr, parents_ptr, base, ok,
-                                   rows, live, current, spent, kids, N, V,
-                                   (winner * 4 * Q)[:, None], DRAFT, SCAN, Q, K)
-    return race_chunk(seed, requests, winner, n_chunks, w0, w1, w2, w3, BLOCK_B, Q)
-
-
-@triton.jit
-def residual_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests, base, ok,
-                  rows, live, current, spent, kids, N, V, n_chunks, BLOCK_B: tl.constexpr,
-                  Q: tl.constexpr, K: tl.constexpr, DRAFT: tl.constexpr, SCAN: tl.constexpr,
-                  STAGES: tl.constexpr):
-    """(token, found): the whole two-level race in one program; ``found`` is False where
-    the residual has no mass."""
-    best, winner = residual_run(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed,
-                                requests, base, ok, rows, live, current, spent, kids, N, V,
-                                n_chunks, 0, n_chunks, BLOCK_B, Q, K, DRAFT, SCAN, STAGES)
-    token = winner_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests, base,
-                        ok, rows, live, current, spent, kids, winner, N, V, n_chunks, BLOCK_B,
-                        Q, K, DRAFT, SCAN)
-    return token, best > 0
-
-
-@triton.jit
-def last_token(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests, base, rows,
-               drawing, current, spent, kids, count, winner, found, N, V, n_chunks,
-               BLOCK_B: tl.constexpr, Q: tl.constexpr, K: tl.constexpr, DRAFT: tl.constexpr,
-               STAGES: tl.constexpr):
-    """The race at each drawing request's last node: level 2 in its residual's winner
-    chunk, or the whole race over p where the residual has no mass (outside the contract)."""
-    none = tl.full([BLOCK_B, K], -1, tl.int64)
-    if DRAFT:
-        token = winner_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests,
-                            base, drawing, rows, drawing, current, spent, none, winner, N, V,
-                            n_chunks, BLOCK_B, Q, K, DRAFT, False)
-    elif tl.max(count, axis=0) > K:                       # rare: more than a program holds
-        token = winner_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests,
-                            base, drawing, rows, drawing, current, spent, none, winner, N, V,
-                            n_chunks, BLOCK_B, Q, K, DRAFT, True)
-    else:
-        token = winner_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed, requests,
-                            base, drawing, rows, drawing, current, spent, kids, winner, N, V,
-                            n_chunks, BLOCK_B, Q, K, DRAFT, False)
-    empty = drawing & ~found
-    if tl.max(empty.to(tl.int32), axis=0) > 0:
-        again, _ = residual_race(target_ptr, draft_ptr, tokens_ptr, parents_ptr, seed,
-                                 requests, base, drawing, rows, empty, current * 0 - 2,
-                                 spent * 0.0, none, N, V, n_chunks, BLOCK_B, Q, K, DRAFT,
-                                 False, STAGES)
-        token = tl.where(empty, again, token)
-    return token
 
 
 @triton.jit
@@ -277,24 +137,23 @@ def finish(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, scores, indi
     store_tail(out_ptr, first_row, ok, depth, token, N, S)
 
 
-@triton.jit(do_not_specialize=["seed", "B", "N", "V", "n_chunks", "per_split"])
-def _race_kernel(out_ptr, tickets_ptr, scratch_ptr, tokens_ptr, parents_ptr, target_ptr,
-                 draft_ptr, greedy_ptr, seed, B, N, V, n_chunks, per_split,
+@triton.jit(do_not_specialize=["seed", "B", "N", "V", "n_chunks", "per_split", "splits"])
+def _tree_kernel(out_ptr, tickets_ptr, scratch_ptr, tokens_ptr, parents_ptr, target_ptr,
+                 draft_ptr, greedy_ptr, seed, B, N, V, n_chunks, per_split, splits,
                  BLOCK_B: tl.constexpr, Q: tl.constexpr, K: tl.constexpr, S: tl.constexpr,
-                 DRAFT: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
-    """Program (b, g): BLOCK_B requests' partials over their g-th run of chunks at their
-    last nodes (level 1 of the residual race; greedy: the argmax of the root's row), then a
-    ticket: the last of the G programs finishes the requests (``finish``). Listed children:
-    each program walks the requests itself first (program g = 0 stores the tokens); drawn:
-    the walk kernel's state rows (PDL: a programmatic dependent of it; greedy runs start
-    before the walk ends)."""
-    requests = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+                 DRAFT: tl.constexpr, STAGES: tl.constexpr):
+    """Program g of block b (program b G + g): BLOCK_B requests walked (split 0 stores the
+    tokens; drawn, the residuals' mass shared by the G), their partials over the g-th run
+    of chunks at their last nodes (level 1 of the residual race; greedy: the argmax of the
+    root's row, before the walk), then a ticket: the last of the G finishes (``finish``)."""
+    block = tl.program_id(0) // splits
+    split = tl.program_id(0) - block * splits
+    requests = block * BLOCK_B + tl.arange(0, BLOCK_B)
     ok = requests < B
     base = requests.to(tl.int64) * N
     greedy = ok & (tl.load(greedy_ptr + requests, mask=ok, other=0) != 0)
     drawing = ok & ~greedy
-    splits = tl.num_programs(1)
-    first = tl.program_id(1) * per_split
+    first = split * per_split
     last = tl.minimum(first + per_split, n_chunks)
     best = tl.full([BLOCK_B], -2.0, tl.float32)
     winner = tl.zeros([BLOCK_B], tl.int32) + first
@@ -303,9 +162,12 @@ def _race_kernel(out_ptr, tickets_ptr, scratch_ptr, tokens_ptr, parents_ptr, tar
                                  first, last, BLOCK_B, Q, STAGES)
         best = tl.where(greedy, top, best)
         winner = tl.where(greedy, column, winner)
+    scores, indices, sums = partials(scratch_ptr, B, splits)
+    blocks = tl.num_programs(0) // splits
     current, depth, spent, kids, count = last_nodes(
-        out_ptr, scratch_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, seed, requests,
-        ok, drawing, B, N, V, n_chunks, splits, BLOCK_B, Q, K, S, DRAFT, STAGES, PDL)
+        out_ptr, sums, tickets_ptr + blocks + block, tokens_ptr, parents_ptr, target_ptr,
+        draft_ptr, seed, requests, ok, drawing, split, B, N, V, n_chunks, first, last, splits,
+        BLOCK_B, Q, K, S, DRAFT, STAGES)
     if tl.max(drawing.to(tl.int32), axis=0) > 0:
         rows = requests.to(tl.int64) * (N + 1) + current + 1
         if DRAFT:
@@ -325,13 +187,13 @@ def _race_kernel(out_ptr, tickets_ptr, scratch_ptr, tokens_ptr, parents_ptr, tar
                                       False, STAGES)
         best = tl.where(drawing, top, best)
         winner = tl.where(drawing, chunk, winner)
-    scores, indices = partials(scratch_ptr, B, splits)
-    tl.store(scores + tl.program_id(1) * B + requests, best, mask=ok)
-    tl.store(indices + tl.program_id(1) * B + requests, winner, mask=ok)
+    tl.store(scores + split * B + requests, best, mask=ok)
+    tl.store(indices + split * B + requests, winner, mask=ok)
     tl.debug_barrier()                                    # all threads' stores, then release
-    ticket = tl.atomic_add(tickets_ptr + tl.program_id(0), 1)          # acq_rel, gpu scope
+    ticket = tl.atomic_add(tickets_ptr + block, 1)        # acq_rel, gpu scope
     if ticket == splits - 1:                              # the last of the block's G
-        tl.atomic_xchg(tickets_ptr + tl.program_id(0), 0)              # ready for the next call
+        tl.atomic_xchg(tickets_ptr + block, 0)            # ready for the next call, and
+        tl.atomic_xchg(tickets_ptr + blocks + block, 0)   # the walks' counter (all walked)
         finish(out_ptr, tokens_ptr, parents_ptr, target_ptr, draft_ptr, scores, indices, seed,
                requests, ok, greedy, current, depth, spent, kids, count, B, N, V, n_chunks,
                splits, BLOCK_B, Q, K, S, DRAFT, STAGES)
@@ -359,55 +221,56 @@ def _check(tokens, parents, draft_probs, target_probs, greedy) -> None:
         raise ValueError(f"at most 2^19 - 1 nodes per request, got N = {nodes}")
 
 
-def _launch_shape(batch: int, vocab: int, nodes: int, device: torch.device,
-                  programs_per_sm: int) -> tuple[int, int, int]:
+def _launch_shape(batch: int, vocab: int, nodes: int, device: torch.device, drawn: bool,
+                  warps: int, programs_per_sm: int,
+                  resident_per_sm: int) -> tuple[int, int, int]:
     """(BLOCK_B, G, S). GPU: one tree per program, each request's row split into G runs of
-    chunks (at most MAX_SPLITS) until the race has about ``programs_per_sm`` programs per
-    SM; S = SLOTS: no compiled constant follows B or N. Interpreter (which pays per program
-    and per loop trip, and compiles nothing): as many trees as fill a 2^17-column tile, at
-    most the batch, a row of several chunks split in two (the split path; the draws are
-    the same), S at most N rounded up to a power of two."""
+    chunks (at most MAX_SPLITS): listed, until there are about ``programs_per_sm`` programs
+    per SM; drawn, whose programs wait for each other, at most ``resident_per_sm`` per SM
+    (all resident at once; fewer with more than GPU_WARPS warps); S = SLOTS: no compiled
+    constant follows B or N. Interpreter
+    (which pays per program and per loop trip, runs programs one after another and
+    compiles nothing): as many trees as fill a 2^17-column tile, at most the batch, listed
+    a row of several chunks split in two (the split path; the draws are the same), drawn
+    G = 1, S at most N rounded up to a power of two."""
     chunks = cdiv(vocab, 4 * quarter_width(vocab))
     if device.type == "cuda":
-        wanted = cdiv(programs_per_sm * multiprocessors(device), batch)
+        sms = multiprocessors(device)
+        resident = resident_per_sm if warps <= GPU_WARPS else resident_per_sm * GPU_WARPS // warps
+        wanted = max(1, resident) * sms // batch if drawn else cdiv(programs_per_sm * sms, batch)
         return 1, min(chunks, max(1, wanted), MAX_SPLITS.value), SLOTS
     block = max(1, min(next_power_of_2(batch), CPU_TILE // (4 * quarter_width(vocab))))
-    return block, min(CPU_SPLITS, chunks), min(SLOTS, next_power_of_2(nodes))
+    return block, 1 if drawn else min(CPU_SPLITS, chunks), min(SLOTS, next_power_of_2(nodes))
 
 
 _PLANS: dict = {}        # (input signature, stream, launch settings) -> _Plan
 
 
 class _Plan:
-    """What a call of one signature launches: the grids, the compiled constants and the
-    held scratch (a call that grows the scratch replaces it: kernels/split_scratch.py)."""
+    """What a call of one signature launches: the grid, the compiled constants and the
+    held scratch (a call that grows the scratch retires it, kept: kernels/split_scratch.py)."""
 
-    __slots__ = ("batch", "nodes", "vocab", "chunks", "per_split", "walk_grid", "race_grid",
-                 "walk", "race", "tickets", "scratch", "launch")
+    __slots__ = ("batch", "nodes", "vocab", "args", "grid", "consts", "tickets", "scratch")
 
     def __init__(self, batch, nodes, vocab, device, drawn, warps, stages, kids,
-                 programs_per_sm, walk_warps, pdl):
+                 programs_per_sm, resident_per_sm):
         gpu = device.type == "cuda"
         q = quarter_width(vocab)
         chunks = cdiv(vocab, 4 * q)
-        block, splits, slots = _launch_shape(batch, vocab, nodes, device, programs_per_sm)
+        block, splits, slots = _launch_shape(batch, vocab, nodes, device, drawn, warps,
+                                             programs_per_sm, resident_per_sm)
         per_split = cdiv(chunks, splits)
         splits = cdiv(chunks, per_split)                  # every run holds a chunk
         blocks = cdiv(batch, block)
         self.tickets, self.scratch = split_scratch(
-            "triton-tree-rejection", device, blocks, batch * (splits + STATE.value),
-            (torch.int64,))
-        pdl = pdl and drawn and dependent_launch(device)
-        stages = stages if gpu else 1
-        self.batch, self.nodes, self.vocab, self.chunks = batch, nodes, vocab, chunks
-        self.per_split, self.walk_grid, self.race_grid = per_split, (blocks,), (blocks, splits)
-        self.walk = {"BLOCK_B": block, "Q": q, "S": slots, "STAGES": stages, "PDL": pdl,
-                     "num_warps": walk_warps if gpu else 4}
-        self.race = {"BLOCK_B": block, "Q": q, "S": slots, "STAGES": stages, "PDL": pdl,
-                     "K": kids if gpu else min(kids, next_power_of_2(nodes)),  # interpreter
-                     "DRAFT": drawn, "num_warps": warps if gpu else 4,
-                     **({"launch_pdl": True} if pdl else {})}
-        self.launch = drawn
+            "triton-tree-rejection", device, 2 * blocks,
+            batch * splits + (2 * batch * chunks if drawn else 0), (torch.int64,))
+        self.batch, self.nodes, self.vocab = batch, nodes, vocab
+        self.args = (batch, nodes, vocab, chunks, per_split, splits)
+        self.grid = (blocks * splits,)
+        self.consts = {"BLOCK_B": block, "Q": q, "S": slots, "DRAFT": drawn,
+                       "K": kids if gpu else min(kids, next_power_of_2(nodes)),  # interpreter
+                       "STAGES": stages if gpu else 1, "num_warps": warps if gpu else 4}
 
 
 @per_request_seeds
@@ -415,22 +278,21 @@ def tree_rejection_triton(draft_token_ids: torch.Tensor, parent_ids: torch.Tenso
                           draft_probs, target_probs: torch.Tensor, greedy: torch.Tensor,
                           seed, *, warps: int = GPU_WARPS, stages: int = GPU_STAGES,
                           kids: int = KIDS, programs_per_sm: int = GPU_PROGRAMS_PER_SM,
-                          walk_warps: int = GPU_WALK_WARPS, pdl: bool = True) -> torch.Tensor:
+                          resident_per_sm: int = GPU_RESIDENT_PER_SM) -> torch.Tensor:
     """Family ``tree-rejection``: int64 [B, N + 1], -1 past each request's path. ``seed``:
-    an int, or int64 [B] per-request seeds. On a GPU: ``warps`` per race program and
-    ``walk_warps`` per walk program (drawn), ``stages`` of the row passes' pipelines,
-    ``programs_per_sm`` of the race (the split G), ``pdl``: the race as a programmatic
-    dependent launch of the walk (on GPUs that take it); ``kids``: children of the last
-    node held in registers (a power of two). One launch (listed) or two (drawn), no host
+    an int, or int64 [B] per-request seeds. On a GPU: ``warps`` per program, ``stages`` of
+    the row passes' pipelines, the split G from ``programs_per_sm`` (listed) or
+    ``resident_per_sm`` (drawn: programs that must be resident together); ``kids``:
+    children of the last node held in registers (a power of two). One launch, no host
     synchronisation: a CUDA graph can capture the call (after one call outside it, which
-    makes the held scratch: kernels/split_scratch.py). The launch of a signature seen
-    before (shapes, dtypes, device, stream, settings) is taken from ``_PLANS``: its inputs
-    passed ``_check`` then."""
+    makes the held scratch: kernels/split_scratch.py). A signature seen before (shapes,
+    dtypes, device, stream, settings) takes its launch from ``_PLANS``: it passed
+    ``_check`` then."""
     device = target_probs.device
     key = (draft_token_ids.shape, draft_token_ids.dtype, parent_ids.shape, parent_ids.dtype,
            target_probs.shape, target_probs.dtype, None if draft_probs is None else
            (draft_probs.shape, draft_probs.dtype), greedy.shape, greedy.dtype, device,
-           stream_handle(device), warps, stages, kids, programs_per_sm, walk_warps, pdl)
+           stream_handle(device), warps, stages, kids, programs_per_sm, resident_per_sm)
     plan = _PLANS.get(key)
     if plan is None:
         _check(draft_token_ids, parent_ids, draft_probs, target_probs, greedy)
@@ -439,20 +301,13 @@ def tree_rejection_triton(draft_token_ids: torch.Tensor, parent_ids: torch.Tenso
                                device=device)
         plan = _Plan(target_probs.shape[0], draft_token_ids.shape[1], target_probs.shape[2],
                      device, draft_probs is not None, warps, stages, kids, programs_per_sm,
-                     walk_warps, pdl)
+                     resident_per_sm)
         _PLANS[key] = plan
-    batch, nodes, vocab = plan.batch, plan.nodes, plan.vocab
-    seed = seed_argument(seed, batch, device)
-    out = torch.empty((batch, nodes + 1), dtype=torch.int64, device=device)
+    seed = seed_argument(seed, plan.batch, device)
+    out = torch.empty((plan.batch, plan.nodes + 1), dtype=torch.int64, device=device)
     target = target_probs.contiguous()
-    draft = target if draft_probs is None else draft_probs.contiguous()
-    tokens, parents, greedy = (draft_token_ids.contiguous(), parent_ids.contiguous(),
-                               greedy.contiguous())
-    if plan.launch:
-        _walk_kernel[plan.walk_grid](out, plan.scratch, tokens, parents, target, draft, greedy,
-                                     seed, batch, nodes, vocab, plan.chunks,
-                                     plan.race_grid[1], **plan.walk)
-    _race_kernel[plan.race_grid](out, plan.tickets, plan.scratch, tokens, parents, target,
-                                 draft, greedy, seed, batch, nodes, vocab, plan.chunks,
-                                 plan.per_split, **plan.race)
+    _tree_kernel[plan.grid](out, plan.tickets, plan.scratch, draft_token_ids.contiguous(),
+                            parent_ids.contiguous(), target,
+                            target if draft_probs is None else draft_probs.contiguous(),
+                            greedy.contiguous(), seed, *plan.args, **plan.consts)
     return out
