@@ -99,7 +99,7 @@ from sampling_harness.kernels.tree_rejection.tree_walk import (
 )
 from sampling_harness.kernels.triton_seeds import seed_argument
 
-GPU_WARPS = 4                        # per race program: 4 warps stream a run of chunks
+GPU_WARPS = 4                        # per program: 4 warps stream a run of chunks
 GPU_STAGES = 5                       # chunks a row pass holds: 4 in flight, 1 reduced
 GPU_PROGRAMS_PER_SM = 4              # listed programs (B G) per SM, G at most the chunks
 GPU_RESIDENT_PER_SM = 2              # drawn programs per SM, resident together: sm_90,
@@ -109,7 +109,6 @@ KIDS = 16                            # last node's children held in registers (p
 SLOTS = 32                           # node slots the walks load and gather at once
 CPU_TILE = 2**17                     # columns (trees x 4Q) per program on the interpreter
 CPU_SPLITS = 2                       # G on the interpreter: the split path, few programs
-
 
 
 @triton.jit
@@ -228,11 +227,10 @@ def _launch_shape(batch: int, vocab: int, nodes: int, device: torch.device, draw
     chunks (at most MAX_SPLITS): listed, until there are about ``programs_per_sm`` programs
     per SM; drawn, whose programs wait for each other, at most ``resident_per_sm`` per SM
     (all resident at once; fewer with more than GPU_WARPS warps); S = SLOTS: no compiled
-    constant follows B or N. Interpreter
-    (which pays per program and per loop trip, runs programs one after another and
-    compiles nothing): as many trees as fill a 2^17-column tile, at most the batch, listed
-    a row of several chunks split in two (the split path; the draws are the same), drawn
-    G = 1, S at most N rounded up to a power of two."""
+    constant follows B or N. Interpreter (which pays per program and per loop trip, runs
+    programs one after another and compiles nothing): as many trees as fill a 2^17-column
+    tile, at most the batch, listed a row of several chunks split in two (the split path;
+    the draws are the same), drawn G = 1, S at most N rounded up to a power of two."""
     chunks = cdiv(vocab, 4 * quarter_width(vocab))
     if device.type == "cuda":
         sms = multiprocessors(device)

@@ -16,7 +16,10 @@
 # programs wait for each other) shows as exit 124. Logs and reports under $OUT (default
 # /tmp/tree_bench): bench-graph.txt, bench-eager.txt, identity.txt, check.txt, census.txt.
 # ONLY picks stages (default "bench identity census"): a stage cut by its timeout can be run
-# again alone, e.g. ONLY=census DEADLINE=540 bash scripts/gpu/tree_bench.sh.
+# again alone, e.g. ONLY=census DEADLINE=540 bash scripts/gpu/tree_bench.sh. Stage "sweep"
+# (not in the default, about 60 s): graph replay at 64x16x151936 under --launch
+# programs_per_sm=2,4,8 (listed G) x resident_per_sm=1,2 (drawn G), each setting's outputs
+# checked equal to the default's by bench itself (G never changes the draws; no compile).
 # Usage: [OUT=dir] [DEADLINE=235] [CHECK_WORKERS=8] [ONLY="bench identity census"]
 #        bash scripts/gpu/tree_bench.sh
 set -u
@@ -51,6 +54,16 @@ if [[ $ONLY == *" bench "* ]]; then
       --device cuda "${SHAPES[@]}" --repeat 2 --calls 30 --ceiling \
       --report-dir "$OUT/bench-eager" 2>&1 | tee "$OUT/bench-eager.txt"
   echo "bench (eager) exit ${PIPESTATUS[0]}"
+fi
+
+if [[ $ONLY == *" sweep "* ]]; then
+  section "sweep: the split G under --launch, graph replay (outputs equal the default's)"
+  TRITON_CACHE_DIR=$WARM timeout 120 $PY -m sampling_harness bench tree-rejection \
+      --device cuda --shape 64x16x151936:listed --shape 64x16x151936:drawn --cuda-graph \
+      --repeat 1 --calls 20 --ceiling --launch programs_per_sm=2,4,8 \
+      --launch resident_per_sm=1,2 --report-dir "$OUT/bench-sweep" 2>&1 \
+      | tee "$OUT/bench-sweep.txt"
+  echo "bench (sweep) exit ${PIPESTATUS[0]}"
 fi
 
 T=$(left)
