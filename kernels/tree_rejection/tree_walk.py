@@ -17,8 +17,10 @@ order from 0 (what one loop over the row did): each of the G programs sums the c
 own run (each chunk as one tile, as before) and stores the chunk sums, the G meet at their
 request block's counter (an atomic each, then a wait for the others), and each adds all the
 chunk sums in chunk order: the same c, bit for bit, in every program and as before. The G
-programs of a request are adjacent in the grid and the host keeps the whole grid resident
-(G = 1 on the interpreter, which runs programs one after another).
+programs of a request are adjacent in the grid and G is at most the SM count (a program
+that launches at all fits once on every SM): with the blocks dispatched in grid order, the
+programs before a request's last one finish or are its own, so all G become resident
+together. G = 1 on the interpreter, which runs programs one after another.
 
     # reads per program:  tokens and parents (16 N), each node's p(x_i) and q(x_i) at its
     #   parent's row (8 N); per rejection followed by another drawn child, 8 V / G of the
@@ -54,7 +56,8 @@ def coin(seed, requests, index):
 def meet(bar_ptr, arrived):
     """Wait at a request block's counter until ``arrived`` programs came: each program's
     stores, then its atomic add (release), then atomic reads until the count is reached
-    (acquire). Deadlock-free only while the block's G programs are resident together."""
+    (acquire). Deadlock-free only while the block's G programs can be resident together
+    (G at most the SM count, blocks dispatched in order: module docstring)."""
     tl.debug_barrier()                                    # all threads' stores, then release
     seen = tl.atomic_add(bar_ptr, 1) + 1                  # acq_rel, gpu scope
     while seen < arrived:

@@ -235,7 +235,8 @@ def _launch_shape(batch: int, vocab: int, nodes: int, device: torch.device, draw
     if device.type == "cuda":
         sms = multiprocessors(device)
         resident = resident_per_sm if warps <= GPU_WARPS else resident_per_sm * GPU_WARPS // warps
-        wanted = max(1, resident) * sms // batch if drawn else cdiv(programs_per_sm * sms, batch)
+        wanted = min(max(1, resident) * sms // batch, sms) if drawn \
+            else cdiv(programs_per_sm * sms, batch)      # drawn: G <= SMs (see tree_walk.meet)
         return 1, min(chunks, max(1, wanted), MAX_SPLITS.value), SLOTS
     block = max(1, min(next_power_of_2(batch), CPU_TILE // (4 * quarter_width(vocab))))
     return block, 1 if drawn else min(CPU_SPLITS, chunks), min(SLOTS, next_power_of_2(nodes))
