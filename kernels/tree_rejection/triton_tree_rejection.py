@@ -243,6 +243,7 @@ def _launch_shape(batch: int, vocab: int, nodes: int, device: torch.device, draw
 
 
 _PLANS: dict = {}        # (input signature, stream, launch settings) -> _Plan
+PLANS_HELD = 64          # signatures held (each its scratch); more start the dict afresh
 
 
 class _Plan:
@@ -301,6 +302,8 @@ def tree_rejection_triton(draft_token_ids: torch.Tensor, parent_ids: torch.Tenso
         plan = _Plan(target_probs.shape[0], draft_token_ids.shape[1], target_probs.shape[2],
                      device, draft_probs is not None, warps, stages, kids, programs_per_sm,
                      resident_per_sm)
+        if len(_PLANS) >= PLANS_HELD:
+            _PLANS.clear()
         _PLANS[key] = plan
     seed = seed_argument(seed, plan.batch, device)
     out = torch.empty((plan.batch, plan.nodes + 1), dtype=torch.int64, device=device)
