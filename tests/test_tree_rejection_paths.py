@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import re
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -27,7 +28,7 @@ import torch
 
 from sampling_harness.errors import KernelFailure
 from sampling_harness.kernels.mutants import tree_rejection_mutants
-from sampling_harness.kernels.tree_rejection import triton_tree_rejection
+from sampling_harness.kernels.tree_rejection import tree_race, triton_tree_rejection
 from sampling_harness.kernels.tree_rejection.torch_tree_rejection import tree_rejection_torch
 from sampling_harness.reference.tree_rejection import (
     drawn_steps,
@@ -162,7 +163,8 @@ def test_the_slot_loop_masks_what_the_registers_mask_in_every_quarter(name):
     assert (slow.max(dim=1).values >= 0).all()
 
 
-SOURCE = Path(inspect.getsourcefile(triton_tree_rejection)).read_text()
+SOURCE = Path(inspect.getsourcefile(tree_race)).read_text()        # the mutated lines' module
+KERNEL_SOURCE = Path(inspect.getsourcefile(triton_tree_rejection)).read_text()
 HAND_MUTANTS = {
     "token + 1 removed": ("hit = hit | ((cols == token[:, None]) & child[:, None])",
                           "hit = hit | ((cols == token[:, None] + 1) & child[:, None])"),
@@ -181,16 +183,26 @@ HAND_MUTANTS = {
 
 
 def hand_mutant(tmp_path, name: str):
-    """triton-tree-rejection with one line changed, loaded from its own file (the
-    interpreter reads a @triton.jit function's source from there)."""
+    """triton-tree-rejection with one line of its race (tree_race.py) changed, both modules
+    loaded from their own files (the interpreter reads a @triton.jit function's source from
+    there), the kernel's module importing the changed race."""
     old, new = HAND_MUTANTS[name]
     assert SOURCE.count(old) == 1, f"the kernel changed: update HAND_MUTANTS[{name!r}]"
-    path = tmp_path / "mutant.py"
-    path.write_text(SOURCE.replace(old, new))
-    spec = importlib.util.spec_from_file_location(f"hand_mutant_{abs(hash(name))}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.tree_rejection_triton
+    race_name = f"hand_mutant_race_{abs(hash(name))}"
+    imported = "sampling_harness.kernels.tree_rejection.tree_race"
+    assert KERNEL_SOURCE.count(imported) == 1
+    modules = []
+    for module_name, text in ((race_name, SOURCE.replace(old, new)),
+                              (f"hand_mutant_{abs(hash(name))}",
+                               KERNEL_SOURCE.replace(imported, race_name))):
+        path = tmp_path / f"{module_name}.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        modules.append(module)
+    return modules[-1].tree_rejection_triton
 
 
 @pytest.mark.parametrize("name", list(HAND_MUTANTS))
