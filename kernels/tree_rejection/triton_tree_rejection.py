@@ -40,7 +40,8 @@ its parent's row first, then the walk in registers; the G walks agree, g = 0 sto
 tokens). Drawn, each residual's mass c (after a rejection followed by another sibling) is
 shared: each program sums its run of the row pair's chunks, the G meet at the request's
 counter, each adds all chunk sums in chunk order, as one loop over the row did (so the G
-programs must be resident together: G B <= GPU_RESIDENT_PER_SM per SM). Then the race at
+programs must be resident together: G at most the SM count, G B at most GPU_RESIDENT_PER_SM
+per SM; tree_walk.meet). Then the race at
 the last node (kernels/tree_rejection/tree_race.py) over the g-th run of chunks of its row:
 random requests, level 1, each chunk's residual mass / chunk_noise(b, chunk), the run's best
 (strict >: the first of a tie); greedy ones (whose walk waits for the root's argmax, taken
@@ -69,9 +70,10 @@ runtime ints, S = SLOTS and K = KIDS fixed, the partials loaded MAX_SPLITS at a 
 not specialised: V % 16 known would vectorise the row loads, which changes the threads'
 share of each chunk's float32 and float64 sums (their summation order) against the
 one-program kernel of 4fbd46e, which did not specialise V either.
-H200, 64 x 16 x 151936, bench --cuda-graph, the split race with a walk kernel (98bc618):
-listed 39 us, 36 % of the floor; drawn 181 us, 27 %, mostly the residual passes, a row
-pair each streamed by one program (now by G).
+H200, 64 x 16 x 151936, bench --cuda-graph (402d7d6, docs/measurements/bench.md): listed
+48 us, 29 % of the floor (the split race with a walk kernel and V specialised, 98bc618:
+39 us); drawn 136 us, 35 % (181 us with one program streaming each residual pass); eager
+98 and 175 us.
 """
 
 import torch
