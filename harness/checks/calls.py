@@ -6,6 +6,8 @@ the D distributions interleaved in it (at least D).
 
 ``token_ids``: the output checks of every family that returns one token id per row
 (``sample``, ``sample-logits``).
+
+``count_cells``: counts of the calls' outcomes kept on the device.
 """
 
 from __future__ import annotations
@@ -19,6 +21,14 @@ def rows_per_call(ctx, vocab: int, multiple: int = 1) -> int:
     """The most rows (a multiple of ``multiple``) one call may take within the memory bound."""
     rows = max(1, ctx.max_call_elements // vocab) // multiple * multiple
     return max(rows, multiple)
+
+
+def count_cells(counts: torch.Tensor, cells: torch.Tensor,
+                weights: torch.Tensor | None = None) -> None:
+    """counts[cell] += 1 (or its weight) for each of ``cells``, on the device: a scatter, not
+    ``torch.bincount``, which reads its input's max back to the host (a synchronisation)."""
+    counts.scatter_add_(0, cells.reshape(-1), torch.ones_like(cells).reshape(-1)
+                        if weights is None else weights.reshape(-1))
 
 
 def token_ids(ids: object, batch: int, vocab: int, device: torch.device) -> torch.Tensor:

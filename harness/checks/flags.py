@@ -45,8 +45,20 @@ class Flags:
         hits = torch.stack([flagged.any().to(device) for flagged, _ in self.pending]).tolist()
         for (flagged, what), hit in zip(self.pending, hits, strict=True):
             if hit and what is not None:
-                first = int(flagged.nonzero()[0, 0])
-                raise KernelFailure(f"request {first}: {what(first)} ({int(flagged.sum())} of "
-                                    f"{flagged.numel()} requests)")
+                raise _failure(flagged, what)
         self.pending = []
         return hits
+
+
+def _failure(flagged: torch.Tensor, what) -> KernelFailure:
+    first = int(flagged.nonzero()[0, 0])
+    return KernelFailure(f"request {first}: {what(first)} ({int(flagged.sum())} of "
+                         f"{flagged.numel()} requests)")
+
+
+def fail_first(flagged: torch.Tensor, what) -> None:
+    """One condition read back at once (a synchronisation): ``KernelFailure`` for its first
+    flagged request, as ``Flags.raise_first`` words it; for a validation whose next step
+    needs this one's answer."""
+    if bool(flagged.any()):
+        raise _failure(flagged, what)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from sampling_harness.checks.calls import count_cells
 from sampling_harness.reference.rejection import RejectionLaws
 
 
@@ -97,14 +98,13 @@ def tally(ctx, laws: RejectionLaws, replicas: int, slots: bool = False) -> list[
         inputs["draft_token_ids"] = sampler.draw(copies, generator)
         out = ctx.runner.call(inputs, next(seeds))
         request = torch.arange(out.shape[0], device=ctx.device) % batch
-        if slots:   # a scatter, not bincount or a mask: neither reads a size back to the host
+        if slots:   # placeholders weigh 0 (a mask would read its size back to the host)
             slot = torch.arange(out.shape[1], device=ctx.device)
             where = base[request][:, None] + slot[None, :] * vocab + out.clamp(min=0)
-            counts.scatter_add_(0, where.reshape(-1), (out >= 0).long().reshape(-1))
+            count_cells(counts, where, (out >= 0).long())
         else:
             accepted, emitted = accepted_and_emitted(out)
-            where = base[request] + accepted * vocab + emitted
-            counts.scatter_add_(0, where, torch.ones_like(where))
+            count_cells(counts, base[request] + accepted * vocab + emitted)
         done += copies
     flat = counts.cpu().numpy()
     return [flat[start:start + size].reshape(-1, vocab)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from sampling_harness.checks.calls import rows_per_call
+from sampling_harness.checks.calls import count_cells, rows_per_call
 from sampling_harness.scale.distributed import Shard, merged
 from sampling_harness.seeds import seed_stream
 
@@ -30,8 +30,7 @@ def local_token_counts(ctx, table: np.ndarray, draws: int, shard: Shard) -> torc
         probs = probs_table.repeat(rows // kinds, 1)
         ids = ctx.runner.call({"probs": probs}, next(seeds))
         which = torch.arange(rows, device=ctx.device) % kinds
-        cells = which * vocab + ids      # a scatter: bincount would read its max back to the host
-        counts.scatter_add_(0, cells, torch.ones_like(cells))
+        count_cells(counts, which * vocab + ids)
         remaining -= rows
     return counts
 

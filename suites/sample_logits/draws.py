@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from sampling_harness.checks.calls import rows_per_call
+from sampling_harness.checks.calls import count_cells, rows_per_call
 from sampling_harness.errors import KernelFailure
 from sampling_harness.suites.sample_logits.rows import Rows, cycle
 
@@ -28,8 +28,7 @@ def count_tokens(ctx, rows: Rows, draws) -> np.ndarray:
             size = min(per_call, remaining)
             batch = {name: value[:size] for name, value in inputs.items()}
             ids = ctx.runner.call(batch, next(seeds))
-            cells = which[:size] * vocab + ids     # a scatter: no host read (bincount has one)
-            counts.scatter_add_(0, cells, torch.ones_like(cells))
+            count_cells(counts, which[:size] * vocab + ids)
             remaining -= size
         drawn = int(level)
     return counts.view(kinds, vocab).cpu().numpy()

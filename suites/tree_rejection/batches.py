@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from sampling_harness.checks.calls import count_cells
 from sampling_harness.reference.tree_rejection import (
     TreeModel,
     cell_offsets,
@@ -132,8 +133,7 @@ def tally(ctx, case: TreeCase, trees: int) -> np.ndarray:
         n = min(step, trees - done)
         generator.manual_seed(next(seeds))
         out = ctx.runner.call(sampler.inputs(n, generator), next(seeds))
-        where = cells(out, vocab)        # a scatter: no host read (bincount has one)
-        counts.scatter_add_(0, where, torch.ones_like(where))
+        count_cells(counts, cells(out, vocab))
         done += n
     return counts.cpu().numpy()
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import torch
 
+from sampling_harness.checks.flags import fail_first
 from sampling_harness.errors import KernelFailure
 
 
@@ -77,14 +78,6 @@ BUDGETS = {
                            tail_scales=(1e-2, 1e-4, 1e-6, 1e-8, 1e-10),
                            tail_expected=400.0),
 }
-
-
-def _fail(flagged: torch.Tensor, what) -> None:
-    """Raise for the first flagged request (a bool [B] tensor), if any."""
-    if bool(flagged.any()):
-        first = int(flagged.nonzero()[0, 0])
-        raise KernelFailure(f"request {first}: {what(first)} ({int(flagged.sum())} of "
-                            f"{flagged.numel()} requests)")
 
 
 def node_depths(parents: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -123,14 +116,15 @@ def _layout(out: object, inputs: dict) -> torch.Tensor:
     length = written.sum(1)
     slots = torch.arange(out.shape[1], device=out.device)
     prefix = slots[None, :] < length[:, None]
-    _fail(((written != prefix) | (~prefix & (out != -1))).any(1),
-          lambda b: f"row {out[b].tolist()} is not tokens followed by -1 placeholders")
-    _fail(length == 0, lambda b: "no token returned (the row is all -1)")
-    _fail(length > own + 1, lambda b: (
+    fail_first(((written != prefix) | (~prefix & (out != -1))).any(1),
+               lambda b: f"row {out[b].tolist()} is not tokens followed by -1 placeholders")
+    fail_first(length == 0, lambda b: "no token returned (the row is all -1)")
+    fail_first(length > own + 1, lambda b: (
         f"row {out[b].tolist()} holds {int(length[b])} tokens, more than its tree's deepest "
         f"path plus one ({int(own[b])} + 1): every column past the path must be -1"))
     vocab = target.shape[2]
-    _fail((out >= vocab).any(1), lambda b: f"row {out[b].tolist()} holds a token >= V = {vocab}")
+    fail_first((out >= vocab).any(1),
+               lambda b: f"row {out[b].tolist()} holds a token >= V = {vocab}")
     return out
 
 
@@ -171,10 +165,11 @@ def validate_output(out: object, inputs: dict) -> torch.Tensor:
         y = out[:, j:j + 1]
         from_here = torch.where(parents < 0, at[:, None], here.gather(1, parents.clamp(min=0)))
         path = valid & from_here & (tokens == y)
-        _fail(going & ~path.any(1), lambda b, j=j: f"token {int(out[b, j])} at slot {j} is "
-              f"no child of the path {out[b, :j].tolist()} (the path must follow parent links)")
+        fail_first(going & ~path.any(1), lambda b, j=j: (
+            f"token {int(out[b, j])} at slot {j} is no child of the path"
+            f" {out[b, :j].tolist()} (the path must follow parent links)"))
         step = path & node_ok
-        _fail(going & ~step.any(1), lambda b, j=j: (
+        fail_first(going & ~step.any(1), lambda b, j=j: (
             f"accepted token {int(out[b, j])} at slot {j} has target probability 0 at its "
             "node" if not bool(greedy[b]) else
             f"greedy request accepted token {int(out[b, j])} at slot {j}, not its node's "
@@ -198,19 +193,19 @@ def _validate_last(out, inputs, accepted, at, here, best) -> None:
     has_child = torch.zeros((batch, nodes + 1), dtype=torch.int64, device=out.device)
     has_child.scatter_reduce_(1, parents + 1, child.long(), reduce="amax")
     ok = where & (p_last > 0)
-    _fail(~ok.any(1), lambda b: f"last token {int(last[b])} has target probability 0 at "
-                                "its node")
+    fail_first(~ok.any(1), lambda b: f"last token {int(last[b])} has target probability 0 at "
+                                     "its node")
     leaves = ok & (has_child == 0)
     if not bool(leaves.any(1).all()):                           # a child's token: allowed
         leaves |= ok & empty_residuals(inputs, ok & ~leaves & ~greedy[:, None])
     ok = leaves
-    _fail(~ok.any(1), lambda b: f"last token {int(last[b])} is a child's token at its node, "
-                                "whose residual is not empty (the sequence ends with the "
-                                "first token that leaves the tree)")
+    fail_first(~ok.any(1), lambda b: (
+        f"last token {int(last[b])} is a child's token at its node, whose residual is not "
+        "empty (the sequence ends with the first token that leaves the tree)"))
     if best is not None:
         greedy_ok = ok & (best == last)
-        _fail(greedy & ~greedy_ok.any(1),
-              lambda b: f"greedy request ended with {int(last[b])}, not its node's argmax")
+        fail_first(greedy & ~greedy_ok.any(1),
+                   lambda b: f"greedy request ended with {int(last[b])}, not its node's argmax")
 
 
 def empty_residuals(inputs: dict, asked: torch.Tensor) -> torch.Tensor:
