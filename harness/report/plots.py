@@ -175,22 +175,43 @@ def _array(values) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
+def _decade(value: float, _position=None) -> str:
+    """A log axis's tick label as plain text ("1e-6", "100"): mathtext labels are parsed
+    per figure, the largest cost of a small one."""
+    return f"{value:g}" if 1e-3 <= value < 1e4 else \
+        f"{value:.0e}".replace("e-0", "e-").replace("e+0", "e").replace("e+", "e")
+
+
+def _log(ax, which: str) -> None:
+    """Put ``ax``'s ``which`` axis ("x" or "y") on a log scale with plain labels on its
+    decades and no minor ticks (each tick is an object laid out per figure: minor ones cost
+    most of the time)."""
+    from matplotlib.ticker import FuncFormatter, NullLocator
+    getattr(ax, f"set_{which}scale")("log")
+    axis = getattr(ax, f"{which}axis")
+    axis.set_major_formatter(FuncFormatter(_decade))
+    axis.set_minor_locator(NullLocator())
+
+
 def _draw_counts(fig, plot: dict) -> None:
     from matplotlib.ticker import MaxNLocator
     observed, expected = _array(plot["observed"]), _array(plot["expected"])
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [2, 1]})
     x = np.arange(observed.size)
-    top.bar(x, expected, width=0.85, color="#d5d8dc", label="expected")
+    edges = np.arange(observed.size + 1) - 0.5        # one filled step path, not a bar each
+    top.stairs(np.nan_to_num(expected), edges, fill=True, color="#d5d8dc", label="expected")
     top.plot(x, observed, "o", ms=3 if x.size > 60 else 4, color="#c0392b", label="observed")
     positive = np.concatenate([observed[observed > 0], expected[expected > 0]])
     if positive.size and positive.max() / positive.min() > 30:
-        top.set_yscale("log")
+        _log(top, "y")
     top.set_ylabel("draws per bin")
     top.legend(loc="best", fontsize=7, frameon=False)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(expected > 0, (observed - expected) / np.sqrt(expected), 0.0)
     z = np.nan_to_num(z)
-    bottom.bar(x, z, width=0.85, color=np.where(np.abs(z) > 3, "#c0392b", "#999"))
+    far = np.abs(z) > 3
+    bottom.stairs(np.where(far, 0.0, z), edges, fill=True, color="#999")
+    bottom.stairs(np.where(far, z, 0.0), edges, fill=True, color="#c0392b")
     bottom.axhline(0, color="#333", lw=0.6)
     reach = max(float(np.abs(z).max(initial=0.0)), 3.0)
     bottom.set_ylim(-1.45 * reach, 1.45 * reach)
@@ -213,7 +234,6 @@ def _draw_counts(fig, plot: dict) -> None:
 
 
 def _draw_tail(fig, plot: dict) -> None:
-    from matplotlib.ticker import NullFormatter
     ax = fig.subplots()
     x = _array(plot["scales"])
     expected, observed = _array(plot["expected"]), _array(plot["observed"])
@@ -231,10 +251,8 @@ def _draw_tail(fig, plot: dict) -> None:
             ax.annotate(f"{plot['wins'][i]:,} wins\n({expected[i] * plot['rows'][i]:,.1f} due)",
                         (x[i], observed[i] if seen[i] else high[i]), xytext=(6, 0),
                         textcoords="offset points", fontsize=7, va="center", color="#7b241c")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_minor_formatter(NullFormatter())
+    _log(ax, "x")
+    _log(ax, "y")
     values = np.concatenate([expected, low[low > 0], high])
     values = values[np.isfinite(values) & (values > 0)]
     if values.size:  # at least a decade: equal masses must not blow up the intervals
@@ -260,7 +278,7 @@ def _draw_lengths(fig, plot: dict) -> None:
                 label="exact law ± 2 sd")
     positive = np.concatenate([observed[observed > 0], expected[expected > 0]])
     if positive.size and positive.max() / positive.min() > 30:
-        ax.set_yscale("log")
+        _log(ax, "y")
     ax.set_xticks(x)
     ax.set_xlabel("accepted drafts A")
     ax.set_ylabel("draws")
@@ -276,7 +294,7 @@ def _draw_errors(fig, plot: dict) -> None:
     if errors.size:
         ax.step(np.concatenate([[errors[0]], errors]), np.concatenate([[start], fractions]),
                 where="post", color="#2e86c1", label="|value - reference|")
-        ax.set_xscale("log")
+        _log(ax, "x")
     else:
         ax.text(0.5, 0.5, "no nonzero finite error", ha="center", transform=ax.transAxes)
     lines = [("largest tolerance", plot["tolerance"], "#c0392b", "--")]

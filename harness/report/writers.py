@@ -11,6 +11,7 @@ import math
 import os
 import sys
 import tempfile
+import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -49,16 +50,33 @@ def _finite(value):
     return value
 
 
+def made_once(v: Verdict, kind: str, make) -> str:
+    """``make(v)``, made once per verdict and ``kind``, kept on the verdict: a recorded
+    verdict never changes, and the reports are rewritten after every check (each rewrite
+    making every check's text again costs the run time quadratic in its checks)."""
+    made = v.__dict__.setdefault("_made", {})
+    if kind not in made:
+        made[kind] = make(v)
+    return made[kind]
+
+
+def _json_record(v: Verdict) -> str:
+    """The check's object as report.json holds it: in ``checks``, indented 2 a level."""
+    return textwrap.indent(json.dumps(_finite(v.to_dict()), indent=2), "    ")
+
+
 def to_json(verdicts: list[Verdict], meta: dict) -> str:
     """``verdict``: the run's ("incomplete" when it did not finish, ``run_verdict``);
     ``verdict_of_finished``: what the finished checks say; ``finished`` (with a verdict or
     skipped) of ``selected`` checks; each check's ``duration`` in seconds; ``skipped``: the
     records of the skipped checks (never in ``checks``, whose readers expect a verdict).
-    Every field: docs/reference/report-json.md."""
+    Every field: docs/reference/report-json.md. The text is ``json.dumps(body, indent=2)``'s,
+    each check's record made once (``made_once``)."""
     body = {"verdict": run_verdict(verdicts, meta), "verdict_of_finished": overall(verdicts),
-            "finished": len(verdicts), **meta, "skipped": skipped_checks(meta),
-            "checks": [v.to_dict() for v in verdicts]}
-    return json.dumps(_finite(body), indent=2) + "\n"
+            "finished": len(verdicts), **meta, "skipped": skipped_checks(meta)}
+    records = ",\n".join(made_once(v, "json", _json_record) for v in verdicts)
+    checks = f"[\n{records}\n  ]" if verdicts else "[]"
+    return json.dumps(_finite(body), indent=2)[:-2] + f',\n  "checks": {checks}\n}}\n'
 
 
 def incomplete_line(verdicts: list[Verdict], meta: dict) -> str:
@@ -106,7 +124,8 @@ def to_junit(verdicts: list[Verdict], meta: dict | None = None) -> str:
             node.text = f"{message}\nreproduce: {v.reproduce}"
         elif v.verdict == "fail":     # a baseline failing as its expectation states
             ET.SubElement(case, "skipped", message=f"failed as stated: {v.why}")
-        ET.SubElement(case, "system-out").text = json.dumps(_finite(v.to_dict()), indent=1)
+        ET.SubElement(case, "system-out").text = made_once(
+            v, "junit", lambda v: json.dumps(_finite(v.to_dict()), indent=1))
     for record in not_run:
         case = ET.SubElement(suite, "testcase", classname=f"{record.get('family')}."
                              f"{record.get('kernel')}", name=str(record.get("name")), time="0")

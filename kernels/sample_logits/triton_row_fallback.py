@@ -10,7 +10,9 @@ A flagged row (one program when it has a search; split over S programs when it h
 1. x_(k), when 0 < k < V: the k-th largest order-preserving int32 key, by a WAYS-way search
    over [key(-inf), key(+inf)] with [lo, hi] holding it and #{key >= lo} >= k throughout:
    each pass counts the keys >= each of WAYS probes over the whole row and narrows the range
-   about WAYS + 1 times (at most 11 passes for 2^32 keys at 8 ways; a bisection takes 32);
+   about WAYS + 1 times (at most 11 passes for 2^32 keys at 8 ways; a bisection takes 32),
+   or ends once exactly k keys reach lo: x_(k) is then the least of them (one more pass,
+   a minimum);
 2. top-p on {x >= x_(k)}, when top_p < 1: c = the smallest key >= x_(k) whose strictly
    greater mass is below top_p W, W the float64 sum of the kept set's float32 weights
    exp(z - top), z = x / T (kernels/sample_logits/triton_top_p_search.py: the same search,
@@ -25,7 +27,7 @@ A flagged row (one program when it has a search; split over S programs when it h
    program merges the S partials, the earliest split winning ties (``publish_split``).
 
 Memory traffic: unflagged rows, one int8 flag read. A flagged row: read once per pass (the
-race, up to 11 passes for x_(k), and the top-p search's, triton_top_p_search.py), 12 B per
+race, up to 12 passes for x_(k), and the top-p search's, triton_top_p_search.py), 12 B per
 split partial, 4 CAP bytes of top-p scratch, one id written. Slow (docs/measurements/bench.md: 256
 rows of 151936 with 17,000-token top-p sets), but the engine's usual rows (greedy, top-k <=
 KMAX with or without top-p, top-p alone with a peaked head) never come here.
@@ -65,13 +67,26 @@ def add_reached(reached, x, inside, probe, kth, t, z_top):
 
 
 @triton.jit
+def least_reached(least, x, inside, lo, kth, t, z_top):
+    """least [R, SEARCH] = min(least, key) over the keys >= lo of a tile x [R, SEARCH]
+    (a ``fold_tiles`` fold: kth, t and z_top unused)."""
+    key = ordered(x)
+    return tl.where(inside & (key >= lo[:, None]), tl.minimum(least, key), least)
+
+
+@triton.jit
 def row_kth_key(logits_ptr, rows64, ok, stride, V, n, SEARCH: tl.constexpr,
                 UNROLL: tl.constexpr):
     """The n-th largest key of each row (1 <= n <= V), by a WAYS-way search (step 1): the
-    largest probe that n keys reach is the new lo, the next probe less one the new hi."""
+    largest probe that n keys reach is the new lo, the next probe less one the new hi. A
+    row is settled once exactly n keys reach its lo: the n-th largest is then the least of
+    them, found by one pass after the search (where lo = hi it is lo itself). Rows whose
+    top set is small and spread (ties, a few large logits) so end after a pass or two
+    instead of the 11 that narrow 2^32 keys to one."""
     lo = tl.zeros(n.shape, tl.int64) + KEY_NEG_INF
     hi = tl.zeros(n.shape, tl.int64) + KEY_POS_INF
-    while tl.max(hi - lo) > 0:                 # 2^32 keys: at most 11 passes at 8 ways
+    settled = n < 0
+    while tl.max(((hi - lo) > 0) & ~settled) > 0:   # at most 11 passes at 8 ways
         probe = probes(lo, hi, 1)
         reached = tl.zeros([n.shape[0], WAYS, SEARCH], tl.int32)   # summed once per pass
         for start in range(0, V, SEARCH * UNROLL):
@@ -79,12 +94,17 @@ def row_kth_key(logits_ptr, rows64, ok, stride, V, n, SEARCH: tl.constexpr,
                                  start, probe, n, n, n, SEARCH, UNROLL)
         count = tl.sum(reached, axis=2)
         m = tl.sum((count >= n[:, None]).to(tl.int32), axis=1)     # probes 0 .. m - 1 reach n
-        open_ = lo < hi
+        open_ = (lo < hi) & ~settled
         lo_next = tl.where(m > 0, pick(probe, m - 1), lo)
         hi_next = tl.where(m < WAYS, pick(probe, m) - 1, hi)
+        settled = settled | (open_ & (m > 0) & (pick(count, m - 1) == n))
         lo = tl.where(open_, lo_next, lo)
         hi = tl.where(open_, hi_next, hi)
-    return lo.to(tl.int32)
+    least = tl.zeros([n.shape[0], SEARCH], tl.int32) + KEY_POS_INF
+    for start in range(0, V, SEARCH * UNROLL):
+        least = fold_tiles(least, least_reached, logits_ptr, rows64, ok, stride, V, start,
+                           lo, n, n, n, SEARCH, UNROLL)
+    return tl.min(least, axis=1)
 
 
 @triton.jit
