@@ -39,9 +39,9 @@ b walks it (kernels/tree_rejection/tree_walk.py: every node's p(x_i) and q(x_i) 
 its parent's row first, then the walk in registers; the G walks agree, g = 0 stores the
 tokens). Drawn, each residual's mass c (after a rejection followed by another sibling) is
 shared: each program sums its run of the row pair's chunks, the G meet at the request's
-counter, each adds all chunk sums in chunk order, as one loop over the row did (so the G
-programs must be resident together: G at most the SM count, G B at most GPU_RESIDENT_PER_SM
-per SM; tree_walk.meet). Then the race at
+counter, each adds all chunk sums in chunk order, as one loop over the row did (so a
+request's G programs must be resident together: G at most the SM count, the blocks
+dispatched in grid order; tree_walk.meet). Then the race at
 the last node (kernels/tree_rejection/tree_race.py) over the g-th run of chunks of its row:
 random requests, level 1, each chunk's residual mass / chunk_noise(b, chunk), the run's best
 (strict >: the first of a tie); greedy ones (whose walk waits for the root's argmax, taken
@@ -70,10 +70,10 @@ runtime ints, S = SLOTS and K = KIDS fixed, the partials loaded MAX_SPLITS at a 
 not specialised: V % 16 known would vectorise the row loads, which changes the threads'
 share of each chunk's float32 and float64 sums (their summation order) against the
 one-program kernel of 4fbd46e, which did not specialise V either.
-H200, 64 x 16 x 151936, bench --cuda-graph (402d7d6, docs/measurements/bench.md): listed
-48 us, 29 % of the floor (the split race with a walk kernel and V specialised, 98bc618:
-39 us); drawn 136 us, 35 % (181 us with one program streaming each residual pass); eager
-98 and 175 us.
+H200, 64 x 16 x 151936, bench --cuda-graph at the default G (docs/measurements/bench.md,
+2026-11-28 call1): listed 46 us, 31 % of the floor (the split race with a walk kernel and V
+specialised, 98bc618: 39 us); drawn 116 us, 41 % (181 us with one program streaming each
+residual pass); eager 87 and 152 us.
 """
 
 import torch
@@ -103,10 +103,14 @@ from sampling_harness.kernels.triton_seeds import seed_argument
 
 GPU_WARPS = 4                        # per program: 4 warps stream a run of chunks
 GPU_STAGES = 5                       # chunks a row pass holds: 4 in flight, 1 reduced
-GPU_PROGRAMS_PER_SM = 4              # listed programs (B G) per SM, G at most the chunks
-GPU_RESIDENT_PER_SM = 2              # drawn programs per SM, resident together: sm_90,
-#                                      4 warps, 255 registers a thread, 64 KB shared (4
-#                                      stages of a 16 KB chunk pair): two fit an SM
+GPU_PROGRAMS_PER_SM = 2              # listed programs (B G) per SM, G at most the chunks
+GPU_RESIDENT_PER_SM = 4              # drawn programs (B G) per SM, G at most the SMs: two
+#                                      fit an SM at once (sm_90, 4 warps, 255 registers a
+#                                      thread, 64 KB shared: 4 stages of a 16 KB chunk
+#                                      pair), the rest start as requests finish
+# H200 at 64x16x151936 under graph replay (docs/measurements/bench.md, call1): listed 46 us
+# at 2 (5 programs a request; 48 at 4, 53 at 8), drawn 116 us at 4 (8 a request; 136 at 2,
+# 126 at 8)
 KIDS = 16                            # last node's children held in registers (power of 2)
 SLOTS = 32                           # node slots the walks load and gather at once
 CPU_TILE = 2**17                     # columns (trees x 4Q) per program on the interpreter
@@ -227,8 +231,9 @@ def _launch_shape(batch: int, vocab: int, nodes: int, device: torch.device, draw
                   resident_per_sm: int) -> tuple[int, int, int]:
     """(BLOCK_B, G, S). GPU: one tree per program, each request's row split into G runs of
     chunks (at most MAX_SPLITS): listed, until there are about ``programs_per_sm`` programs
-    per SM; drawn, whose programs wait for each other, at most ``resident_per_sm`` per SM
-    (all resident at once; fewer with more than GPU_WARPS warps); S = SLOTS: no compiled
+    per SM; drawn, whose programs wait for each other, about ``resident_per_sm`` per SM
+    (fewer with more than GPU_WARPS warps) and G at most the SM count (a request's G
+    resident at once, tree_walk.meet); S = SLOTS: no compiled
     constant follows B or N. Interpreter (which pays per program and per loop trip, runs
     programs one after another and compiles nothing): as many trees as fill a 2^17-column
     tile, at most the batch, listed a row of several chunks split in two (the split path;
@@ -284,7 +289,7 @@ def tree_rejection_triton(draft_token_ids: torch.Tensor, parent_ids: torch.Tenso
     """Family ``tree-rejection``: int64 [B, N + 1], -1 past each request's path. ``seed``:
     an int, or int64 [B] per-request seeds. On a GPU: ``warps`` per program, ``stages`` of
     the row passes' pipelines, the split G from ``programs_per_sm`` (listed) or
-    ``resident_per_sm`` (drawn: programs that must be resident together); ``kids``:
+    ``resident_per_sm`` (drawn: each request's G programs wait for each other); ``kids``:
     children of the last node held in registers (a power of two). One launch, no host
     synchronisation: a CUDA graph can capture the call (after one call outside it, which
     makes the held scratch: kernels/split_scratch.py). A signature seen before (shapes,
