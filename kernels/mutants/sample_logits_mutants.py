@@ -18,7 +18,7 @@ from sampling_harness.kernels.mutants.logprobs_mutants import (
     top_k_exact,
     top_p_inclusive,
 )
-from sampling_harness.kernels.mutants.sample_mutants import float32_floored_noise
+from sampling_harness.kernels.mutants.sample_mutants import held_floored_noise, held_race
 from sampling_harness.kernels.sample_logits.torch_sample_logits import (
     Pieces,
     exponential64,
@@ -75,9 +75,10 @@ def topk_off_by_one(logits, temperature, top_k, top_p, seed):
 
 
 def fp32_noise_floor(logits, temperature, top_k, top_p, seed):
-    """Float32 exponential noise: tokens below ~1e-8 of the head never win."""
+    """Float32 exponential noise: tokens below ~1e-8 of the head never win (the noise and
+    the race in held float64 buffers: the same draws, in half the time on the CPU)."""
     return sample_logits_with(logits, temperature, top_k, top_p, seed,
-                              Pieces(noise=float32_floored_noise))
+                              Pieces(noise=held_floored_noise, race=held_race))
 
 
 def _one_row_of_noise(shape, device, seed):

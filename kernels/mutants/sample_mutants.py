@@ -20,24 +20,64 @@ def _exp64(probs: torch.Tensor, seed: int, rows: int | None = None) -> torch.Ten
     return noise.exponential_(generator=seeded_generator(probs.device, seed))
 
 
-def float32_floored_noise(shape, device, seed) -> torch.Tensor:
-    """float64 q = -log(u), u a 24-bit uniform (midpoints of 2^-24 cells): q >= 3e-8, as
-    CUDA's float32 ``exponential_`` (q >= 2^-24); on CPU torch's own float32 noise has no
-    floor. The uniforms come from torch's generator on a GPU and from numpy's (PCG64) on
-    the CPU: the same law, drawn 3-5x faster there (the tail checks that catch this bug draw
-    about 2.5e9 of them at standard), the log taken by torch (on two cores about 6 ns a
-    draw, numpy's conversion and log 45 ns). The log is taken in float64: in float32,
-    u + 2^-25 rounds to 1 for the top cell."""
+_HELD: dict = {}     # (name, shape, dtype, device) -> a buffer reused across calls
+
+
+def held(name: str, shape, dtype: torch.dtype, device) -> torch.Tensor:
+    """A buffer kept between calls of one shape: on the CPU a fresh 2^28-entry tensor is
+    mostly page faults (a float64 one of 256 x 131072 takes 130 ms to touch, its
+    arithmetic 20 ms). At most four are kept."""
+    key = (name, tuple(shape), dtype, str(device))
+    if key not in _HELD:
+        if len(_HELD) >= 4:
+            _HELD.clear()
+        _HELD[key] = torch.empty(tuple(shape), dtype=dtype, device=device)
+    return _HELD[key]
+
+
+def float32_floored_logs(shape, device, seed, out: torch.Tensor | None = None) -> torch.Tensor:
+    """float64 log(u + 2^-25), u a 24-bit uniform (midpoints of 2^-24 cells), into ``out``
+    (float64, or a new tensor): at most log(1 - 2^-25) < 0, so its negation q is at least
+    3e-8, as CUDA's float32 ``exponential_`` (q >= 2^-24); on CPU torch's own float32 noise
+    has no floor. The uniforms come from torch's generator on a GPU and from numpy's (PCG64)
+    on the CPU: the same law, drawn 3-5x faster there (the tail checks that catch this bug
+    draw about 2.5e9 of them at standard), the log taken by torch. The log is taken in
+    float64: in float32, u + 2^-25 rounds to 1 for the top cell."""
     if torch.device(device).type == "cpu":
-        u = torch.from_numpy(np.random.default_rng(seed).random(tuple(shape), dtype=np.float32))
+        u = held("uniforms", shape, torch.float32, device)
+        np.random.default_rng(seed).random(out=u.numpy(), dtype=np.float32)
     else:
         u = torch.rand(shape, generator=seeded_generator(device, seed), device=device)
-    return u.to(torch.float64).add_(2.0**-25).log_().neg_()
+    logs = torch.empty(tuple(shape), dtype=torch.float64, device=device) if out is None else out
+    return logs.copy_(u).add_(2.0**-25).log_()
+
+
+def float32_floored_noise(shape, device, seed) -> torch.Tensor:
+    """float64 q = -log(u + 2^-25) >= 3e-8 (``float32_floored_logs``), a new tensor."""
+    return float32_floored_logs(shape, device, seed).neg_()
+
+
+def held_floored_noise(shape, device, seed) -> torch.Tensor:
+    """``float32_floored_noise`` in a held buffer (for a caller that drops it after use)."""
+    logs = held("logs", shape, torch.float64, device)
+    return float32_floored_logs(shape, device, seed, logs).neg_()
+
+
+def held_race(weights: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    """argmax w / q per row, w copied to float64 in a held buffer first (a mixed float32 /
+    float64 division takes 5x the time of the copy and a float64 one on the CPU)."""
+    ratio = held("ratio", weights.shape, torch.float64, weights.device)
+    return ratio.copy_(weights).div_(noise).argmax(dim=1)
 
 
 def noise_floor(probs, seed):
-    """The float64 race with float32 exponential noise (``float32_floored_noise``)."""
-    return _race64(probs, float32_floored_noise(probs.shape, probs.device, seed))
+    """The float64 race with float32 exponential noise (``float32_floored_noise``): the
+    argmax of p / q, taken as the argmin of p / log(u + 2^-25) = -p / q (exactly, ties to
+    the same first index), in held float64 buffers."""
+    logs = float32_floored_logs(probs.shape, probs.device, seed,
+                                held("logs", probs.shape, torch.float64, probs.device))
+    ratio = held("ratio", probs.shape, torch.float64, probs.device).copy_(probs)
+    return ratio.div_(logs).argmin(dim=-1)
 
 
 def chunked_fp32_noise(probs, seed, chunk=2048):
