@@ -71,7 +71,7 @@ not specialised: V % 16 known would vectorise the row loads, which changes the t
 share of each chunk's float32 and float64 sums (their summation order) against the
 one-program kernel of 4fbd46e, which did not specialise V either.
 H200, 64 x 16 x 151936, bench --cuda-graph at the default G (docs/measurements/bench.md,
-2026-11-28 call1): listed 46 us, 31 % of the floor (the split race with a walk kernel and V
+2026-11-28): listed 46 us, 31 % of the floor (the split race with a walk kernel and V
 specialised, 98bc618: 39 us); drawn 116 us, 41 % (181 us with one program streaming each
 residual pass); eager 87 and 152 us.
 """
@@ -108,9 +108,9 @@ GPU_RESIDENT_PER_SM = 4              # drawn programs (B G) per SM, G at most th
 #                                      fit an SM at once (sm_90, 4 warps, 255 registers a
 #                                      thread, 64 KB shared: 4 stages of a 16 KB chunk
 #                                      pair), the rest start as requests finish
-# H200 at 64x16x151936 under graph replay (docs/measurements/bench.md, call1): listed 46 us
-# at 2 (5 programs a request; 48 at 4, 53 at 8), drawn 116 us at 4 (8 a request; 136 at 2,
-# 126 at 8)
+# H200 at 64x16x151936 under graph replay (docs/measurements/bench.md): listed 46 us at 2
+# (5 programs a request; 48 at 4, 53 at 8), drawn 116 us at 4 (8 a request; 136 at 2, 126
+# at 8)
 KIDS = 16                            # last node's children held in registers (power of 2)
 SLOTS = 32                           # node slots the walks load and gather at once
 CPU_TILE = 2**17                     # columns (trees x 4Q) per program on the interpreter
