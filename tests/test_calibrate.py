@@ -93,12 +93,12 @@ def correct(tmp_path_factory):
     code, output, _ = cli("calibrate", "sample", "--kernel", "torch-fp64", "--runs", "3",
                           *SMOKE, "--out", str(out))
     assert code == 0, output
-    return out, output
+    return out, output, (out / "summary.md").read_text()   # before a resumed run rewrites it
 
 
 @pytest.mark.long(40)
 def test_a_correct_kernel_has_no_false_fails(correct):
-    out, output = correct
+    out, output, text = correct
     runs = pd.read_csv(out / "runs.csv")
     assert sorted(runs["seed"].unique()) == [1, 2, 3]
     summary = pd.read_csv(out / "summary.csv").set_index("check")
@@ -106,13 +106,12 @@ def test_a_correct_kernel_has_no_false_fails(correct):
     assert summary.loc["independence", "ci_high"] == pytest.approx(1 - 0.025 ** (1 / 3))
     assert summary.loc["independence", "alpha"] == pytest.approx(2e-5)
     assert summary.loc[RUN, "alpha"] == pytest.approx(1e-4)
-    text = (out / "summary.md").read_text()
     assert text in output and "N = 3 runs (harness seeds 1..3), budget `smoke`" in text
     assert "a two-sided rejection in that direction is expected and not a defect" in text
 
 
 def test_a_calibration_resumes(correct):
-    out, _ = correct
+    out, _, _ = correct
     code, output, _ = cli("calibrate", "sample", "--kernel", "torch-fp64", "--runs", "3",
                           *SMOKE, "--out", str(out))
     assert code == 0 and "3 seeds, 3 already complete, 0 to run" in output
