@@ -3,6 +3,6 @@ and torchrun."""
 
 import sys
 
-from sampling_harness.commands.cli import main
+from sampling_harness.commands.cli import program
 
-sys.exit(main())
+sys.exit(program())

@@ -127,6 +127,15 @@ def run_list(only: str | None = None) -> int:
     return 0
 
 
+def program() -> int:
+    """``sampling-harness`` as a program (the console script, ``python -m``): ``main`` of
+    its arguments, in a process the harness owns (``run.heap``)."""
+    from sampling_harness.run import heap
+
+    heap.own_process()
+    return main()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)       # --help and usage errors: no torch imported
 

@@ -334,10 +334,14 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session):
-    """A stop of the run (SIGINT, SIGTERM: ``run.stop``) interrupts it here, in the loop."""
+    """A stop of the run (SIGINT, SIGTERM: ``run.stop``) interrupts it here, in the loop.
+    The loop starts with the heap of a process the harness owns frozen (``run.heap``)."""
     if _state(session.config) is None:
         return (yield)
+    from sampling_harness.run import heap
     from sampling_harness.run.stop import stop_point
+
+    heap.freeze(worker=hasattr(session.config, "workerinput"))   # imports and items done
 
     with stop_point():
         return (yield)

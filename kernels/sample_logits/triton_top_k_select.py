@@ -49,6 +49,8 @@ CMAX = tl.constexpr(2048)      # candidates a row may gather
 GPU_SMALL, CPU_SMALL = 128, 16  # up to this many candidates: thresholds by rank (an N x N
 # tile a row; a program of many rows, on a CPU, smaller), else by bisection
 TILE, CPU_TILE = 2048, 1024    # entries of the selected groups read per step (GPU, CPU)
+CPU_RACE = 64                  # candidates the race reads at a time on a CPU (a row's count
+# is mostly k + a few: a trip of 64 costs the interpreter less than one over NMAX columns)
 # GPU_SMALL and TILE: the defaults of select_race's ``small`` and ``tile`` (and of
 # sample_logits_triton's select_small and select_tile), bound at import
 CPU_NUMEL = 1 << 20            # a CPU program's widest tensor (Triton's limit): its rows
@@ -363,15 +365,15 @@ def select_race(logits, maxima, masses, bad, width, temperature, top_k, top_p, k
     SCRATCH_BYTES of scratch hold (a check's batch of 2^28 entries in rows of 100 would
     need 24 GiB), the launches in turn on one scratch, held per (device, stream) between
     calls; the noise is keyed by the batch row either way. ``race_tile``: the candidates the
-    race reads at a time (None: SMALL on a GPU, one compiled race for every count; NMAX on a
-    CPU, one loop trip, as the interpreter pays per trip). ``small``, ``tile``: launch
+    race reads at a time (None: SMALL on a GPU, one compiled race for every count; on a CPU
+    CPU_RACE, or NMAX where that is less). ``small``, ``tile``: launch
     settings (``tiers``); ``pdl``: a programmatic dependent launch of ``_group_max`` (which
     then calls ``gdc_launch_dependents``); ``prefetch``: the gather reads a step ahead."""
     batch, vocab = logits.shape
     count = cdiv(vocab, width)
     device = logits.device
     small, gp, gb, nmax = tiers(vocab, count, width, device, block_r, small, tile)
-    race_tile = race_tile or (small if device.type == "cuda" else nmax)
+    race_tile = race_tile or (small if device.type == "cuda" else min(CPU_RACE, nmax))
     per_launch = scratch_rows(block_r, batch)
     _, vals, cols, groups = split_scratch("triton-sample-logits", device, 0,
                                           per_launch * CMAX.value,
