@@ -337,19 +337,21 @@ def _select_race(logits_ptr, maxima_ptr, masses_ptr, bad_ptr, temp_ptr, topk_ptr
         count += tl.sum(per_group, axis=1)
     tl.debug_barrier()                         # the candidates, written above, read below
 
-    n = tl.where(alone, count, n)             # top-p alone: every candidate is kept by top-k
-    if tl.max(count) <= SMALL:                 # the usual case: k + a few candidates
-        cutoff, reached = candidate_threshold(vals_ptr, slots, ok, count, n, safe_t, top_p,
+    # a row that gathered more than CMAX (an overflow) is left to the fallback: it takes
+    # part in neither the thresholds nor the race (held 0), which cost the other rows of
+    # its program nothing then; the race never reads past a scratch row's CMAX (an
+    # overflow's would read the next row's, the last row's past the buffer's end)
+    held = tl.where(count <= CMAX, count, 0)
+    n = tl.where(alone, held, n)              # top-p alone: every candidate is kept by top-k
+    if tl.max(held) <= SMALL:                  # the usual case: k + a few candidates
+        cutoff, reached = candidate_threshold(vals_ptr, slots, ok, held, n, safe_t, top_p,
                                               row_mass, SMALL, True)
     else:
-        cutoff, reached = candidate_threshold(vals_ptr, slots, ok, count, n, safe_t, top_p,
+        cutoff, reached = candidate_threshold(vals_ptr, slots, ok, held, n, safe_t, top_p,
                                               row_mass, NMAX, False)
-    # the race reads the candidates the scratch row holds, never past its CMAX: a row that
-    # gathered more (an overflow, left unresolved) would read the next row's scratch, and
-    # the last row's would read past the buffer's end
-    won = race_candidates(vals_ptr, cols_ptr, slots, rows, tl.minimum(count, CMAX), cutoff,
-                          safe_t, greedy, seed, V, RACE)
-    resolved = invalid | (active & (count <= CMAX) & (count > 0) & (reached | greedy))
+    won = race_candidates(vals_ptr, cols_ptr, slots, rows, held, cutoff, safe_t, greedy, seed,
+                          V, RACE)
+    resolved = invalid | (active & (held > 0) & (reached | greedy))
     tl.store(ids_ptr + rows, tl.where(invalid, 0, won.to(tl.int64)), mask=resolved)
     tl.store(unresolved_ptr + rows, (~resolved).to(tl.int8), mask=ok)
 
