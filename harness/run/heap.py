@@ -4,8 +4,8 @@ A harness process (the CLI's, and each xdist worker it starts) holds a few milli
 that live until it exits: torch, SciPy, Triton, Hypothesis, the suites. Python's cyclic
 collector walks all of them at every full collection: pytest collects five times as a
 session ends (its unraisable-exception cleanup), and the interpreter once more as it tears
-down, about 2 s of a two-core CPU machine for each process of a run (tests/test_heap.py and
-docs/measurements/cpu.md: a run of six quick checks over two workers, 20 -> 16 s).
+down: 2-3 s of a two-core CPU machine for each process of a run (docs/measurements/cpu.md:
+`check sample --kernel torch-fp64` at smoke over two workers, about 20 -> 16.5 s of wall).
 ``gc.freeze`` moves them into a permanent generation that no collection walks; what the
 run allocates afterwards is collected as before.
 
