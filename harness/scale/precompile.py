@@ -20,7 +20,9 @@ so precompiling changes when a variant is compiled, never what a check runs.
 
 ``record`` (on a GPU, after a kernel change) turns the compiles of a cold run into entries:
 ``python -m sampling_harness.scale.precompile --record quick=LOG1 standard=LOG2`` with the logs of
-benchmarks/compile_census.py (docs/measurements/gpu.md says how).
+benchmarks/compile_census.py (scripts/gpu/record_precompile.sh runs it all). A change of a
+kernel's body that keeps its variants (the same signatures, constexprs and options) needs
+only their keys again: ``python3 scripts/gpu/rekey_precompile.py`` on a GPU machine.
 """
 
 from __future__ import annotations
