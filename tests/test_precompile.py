@@ -181,3 +181,24 @@ def test_run_counts_each_outcome_and_goes_on_past_a_failure(capsys):
     assert precompile.run([], 90, 4) == {}
     assert precompile.run([gone, dict(gone)], 90, 4) == {"failed": 2}
     assert capsys.readouterr().out.count("mypkg.no_such_module:_k: failed: ") == 2
+
+
+def test_the_list_is_written_as_shipped_and_rekeyed_in_place(monkeypatch, tmp_path):
+    """``write_list`` writes the shipped list byte for byte (one entry a line); ``rekey``
+    replaces only the stale keys (here: a key function that marks two entries stale) and
+    leaves none stale."""
+    text = precompile.VARIANTS.read_text()
+    path = tmp_path / "variants.json"
+    precompile.write_list(json.loads(text), path)
+    assert path.read_text() == text
+    entries = precompile.listed(path)
+    moved = {entries[0]["key"], entries[3]["key"]}
+    fresh = {key: ("new-" + key if key in moved else key) for key in
+             (e["key"] for e in entries)}
+    monkeypatch.setattr(precompile, "settle_cache_keys", lambda: 0)
+    monkeypatch.setattr(precompile, "cache_key",
+                        lambda entry, capability: fresh.get(entry["key"], entry["key"]))
+    assert precompile.rekey(90, path) == (2, 0)
+    after = precompile.listed(path)
+    assert [e["key"] for e in after] == [fresh[e["key"]] for e in entries]
+    assert [dict(e, key=None) for e in after] == [dict(e, key=None) for e in entries]

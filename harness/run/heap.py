@@ -26,6 +26,7 @@ from __future__ import annotations
 import atexit
 import gc
 import os
+import sys
 
 _STATE = {"own": False, "frozen": False}
 
@@ -49,8 +50,6 @@ def freeze(worker: bool) -> bool:
 def _quiet_teardown() -> None:
     """stderr to /dev/null for the interpreter's teardown (the bindings' leak report)."""
     try:
-        import sys
-
         sys.stderr.flush()
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 2)

@@ -22,7 +22,8 @@ so precompiling changes when a variant is compiled, never what a check runs.
 ``python -m sampling_harness.scale.precompile --record quick=LOG1 standard=LOG2`` with the logs of
 benchmarks/compile_census.py (scripts/gpu/record_precompile.sh runs it all). A change of a
 kernel's body that keeps its variants (the same signatures, constexprs and options) needs
-only their keys again: ``python3 scripts/gpu/rekey_precompile.py`` on a GPU machine.
+only their keys again (``rekey``): ``python -m sampling_harness.scale.precompile --rekey`` on
+a GPU machine.
 """
 
 from __future__ import annotations
@@ -191,6 +192,35 @@ def listed(path: Path | None = None) -> list[dict]:
     return document.get("variants", []) if isinstance(document, dict) else []
 
 
+def write_list(document: dict, path: Path | None = None) -> None:
+    """Write ``document`` ({"about", "variants"}) as the shipped list is kept: one entry a
+    line, so a re-record or a re-key reads as a diff of the entries it changed."""
+    rows = ",\n".join(json.dumps(entry) for entry in document["variants"])
+    (path or VARIANTS).write_text(f'{{"about": {json.dumps(document["about"])},\n'
+                                  f'"variants": [\n{rows}\n]}}\n')
+
+
+def stale(entries: list[dict], capability: int) -> list[dict]:
+    """The entries whose cache key today (this Triton, this source) differs from the
+    recorded one: a precompiler skips them."""
+    return [e for e in entries if cache_key(e, capability) != e["key"]]
+
+
+def rekey(capability: int, path: Path | None = None) -> tuple[int, int]:
+    """Recompute the keys of the list's stale entries in place; (re-keyed, stale after).
+    For a kernel change that keeps every variant (its body, a comment, a docstring: the same
+    signatures, constexprs and options), which changes the keys but not what a run
+    compiles; a change of the variants needs ``record`` from cold runs. Run on the GPU
+    machine whose Triton computes the keys."""
+    document = json.loads((path or VARIANTS).read_text())
+    settle_cache_keys()
+    old = stale(document["variants"], capability)
+    for entry in old:
+        entry["key"] = cache_key(entry, capability)
+    write_list(document, path)
+    return len(old), len(stale(listed(path), capability))
+
+
 def start(budget: str, suites: list[str], kernels: list[str] | None, capability: int,
           log: Path) -> subprocess.Popen | None:
     """Launch the precompiler beside a run (module doc); None when nothing is listed."""
@@ -276,13 +306,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernels", nargs="*", default=None)
     parser.add_argument("--record", nargs="*", metavar="BUDGET=LOG",
                         help="write the list from census logs instead")
+    parser.add_argument("--rekey", action="store_true",
+                        help="recompute the stale entries' keys instead (``rekey``)")
     args = parser.parse_args(argv)
     if args.record:
         document = record(dict(item.split("=", 1) for item in args.record))
-        rows = ",\n".join(json.dumps(entry) for entry in document["variants"])
-        VARIANTS.write_text(f'{{"about": {json.dumps(document["about"])},\n'
-                            f'"variants": [\n{rows}\n]}}\n')
+        write_list(document)
         print(f"{len(document['variants'])} variants written to {VARIANTS}")
+        return 0
+    if args.rekey:
+        done, left = rekey(args.capability)
+        print(f"{done} of {len(listed())} entries re-keyed; {left} stale after")
         return 0
     settle_cache_keys()
     entries = listed()

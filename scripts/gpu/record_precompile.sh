@@ -19,7 +19,7 @@ from pathlib import Path
 from sampling_harness.scale import precompile
 precompile.settle_cache_keys()
 entries = precompile.listed(Path(sys.argv[1]))
-stale = [e for e in entries if precompile.cache_key(e, 90) != e["key"]]
+stale = precompile.stale(entries, 90)
 kernels = sorted({e["kernel"].rsplit(".", 1)[-1] for e in stale})
 print(f"{len(stale)} of {len(entries)} listed variants stale: {kernels}")
 PY
@@ -52,9 +52,8 @@ suites = {s for e in fresh for s, _ in e["users"]}
 old = json.loads(precompile.VARIANTS.read_text())
 kept = [v for v in old["variants"] if family != "all"
         and not any(s in suites for s, _ in v["users"])]
-rows = ",\n".join(json.dumps(entry) for entry in fresh + kept)
-Path(out / "compile_variants.json").write_text(f'{{"about": {json.dumps(old["about"])},\n'
-                                               f'"variants": [\n{rows}\n]}}\n')
+precompile.write_list({"about": old["about"], "variants": fresh + kept},
+                      out / "compile_variants.json")
 print(f"{len(fresh)} variants recorded for {sorted(suites)}; {len(fresh) + len(kept)} in the list")
 PY
 echo "after: $(stale "$out/compile_variants.json")"
