@@ -27,12 +27,10 @@ def drawn_weights(p, q, spent):
 
 @triton.jit
 def without_kids(p, cols, kids, K: tl.constexpr):
-    """p with 0 at the columns ``cols`` that are one of the ``kids`` (-1: none)."""
-    hit = cols < 0
-    for k in tl.static_range(K):
-        kid = tl.sum(tl.where(tl.arange(0, K)[None, :] == k, kids, 0), axis=1)
-        hit = hit | (cols == kid[:, None])
-    return tl.where(hit, 0.0, p)
+    """p with 0 at the columns ``cols`` that are one of the ``kids`` (-1: none): every
+    column against every kid at once, [BLOCK_B, Q, K], one reduction over the kids."""
+    hit = tl.max((cols[:, :, None] == kids[:, None, :]).to(tl.int32), axis=2)
+    return tl.where(hit > 0, 0.0, p)
 
 
 @triton.jit

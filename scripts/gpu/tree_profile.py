@@ -3,7 +3,6 @@ cited in docs/measurements/bench.md): device time of the kernel under launch var
 input variants, and a phase profile of each program (%globaltimer stamps in a copy of
 _tree_kernel): greedy root argmax, walk, race run, ticket, finish."""
 
-import os
 import statistics
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -169,37 +168,93 @@ def phase_table(prof, splits):
     return rows
 
 
+@triton.jit
+def empty1(x_ptr):
+    pass
+
+
+@triton.jit(do_not_specialize=["i0", "i1", "i2", "i3", "i4", "i5", "i6"])
+def empty16(a0, a1, a2, a3, a4, a5, a6, a7, a8, i0, i1, i2, i3, i4, i5, i6,
+            C0: tl.constexpr, C1: tl.constexpr, C2: tl.constexpr, C3: tl.constexpr,
+            C4: tl.constexpr, C5: tl.constexpr):
+    pass
+
+
+def eager_floor(cuda):
+    """(eager, graph) medians in us of the bench's own timing (harness/bench/timing.py):
+    an empty Triton kernel of 1 and of 16 arguments (the tree kernel's count), a torch op,
+    and the tree wrapper (listed, drawn) at stages 5 and 3."""
+    from sampling_harness.bench.timing import time_entry
+    make = lambda: {"x": torch.zeros(1024, device=cuda)}
+    ptrs = lambda w: [w["x"]] * 9
+    entries = {
+        "empty Triton kernel, 1 arg": lambda w, s: empty1[(1,)](w["x"]),
+        "empty Triton kernel, 16 args": lambda w, s: empty16[(320,)](
+            *ptrs(w), 64, 16, 151936, 75, 15, 5, s, C0=1, C1=512, C2=16, C3=32, C4=False,
+            C5=3),
+        "torch x.add_(1)": lambda w, s: w["x"].add_(1),
+    }
+    for name, call in entries.items():
+        eager, graph = time_entry(call, make, cuda, 30, graph=True)
+        print(f"  {name}: eager {eager * 1e3:.1f} us, graph {graph * 1e3:.1f} us", flush=True)
+    for mode in ("listed", "drawn"):
+        for stages in (5, 3):
+            def make_tree(mode=mode):
+                torch.manual_seed(1)
+                return bench_batch(f"64x16x151936:{mode}", cuda)
+            call = lambda w, s, st=stages: T.tree_rejection_triton(*kernel_args(w), s, stages=st)
+            eager, graph = time_entry(call, make_tree, cuda, 30, graph=True)
+            print(f"  tree {mode} stages={stages}: eager {eager * 1e3:.1f} us, graph "
+                  f"{graph * 1e3:.1f} us, eager/graph {eager / graph:.2f}", flush=True)
+    x = torch.zeros(1024, device=cuda)
+    for name, launch in (("empty1", lambda: empty1[(1,)](x)),
+                         ("empty16", lambda: empty16[(320,)](*[x] * 9, 64, 16, 151936, 75, 15,
+                                                             5, 7, C0=1, C1=512, C2=16, C3=32,
+                                                             C4=False, C5=3))):
+        for _ in range(10):
+            launch()
+        torch.cuda.synchronize()
+        import time
+        t = time.perf_counter()
+        for _ in range(2000):
+            launch()
+        host = (time.perf_counter() - t) / 2000 * 1e6
+        torch.cuda.synchronize()
+        print(f"  host us per launch, {name}: {host:.1f}", flush=True)
+
+
 def main():
     cuda = torch.device("cuda")
-    jobs = [(m, s, timed) for m in ("listed", "drawn") for s in (5, 3) for timed in (False,)]
-    jobs += [("listed", 5, True), ("drawn", 5, True)]
+    jobs = [(m, s, False) for m in ("listed", "drawn") for s in (5, 3)]
+    jobs += [("listed", 3, True), ("drawn", 3, True)]
     with ProcessPoolExecutor(len(jobs), mp_context=__import__("multiprocessing")
                              .get_context("spawn")) as pool:
         for job in pool.map(warm, jobs):
             print("warm", job, flush=True)
     print("sms", torch.cuda.get_device_properties(0).multi_processor_count,
           torch.cuda.get_device_name(0), "triton", triton.__version__)
+    print("eager floor (bench timing, 30 calls):", flush=True)
+    eager_floor(cuda)
     for mode in ("listed", "drawn"):
         torch.manual_seed(1)
         inputs = bench_batch(f"64x16x151936:{mode}", cuda)
         args = kernel_args(inputs)
-        greedy = args[4]
-        for label, g in (("default", greedy), ("no greedy", torch.zeros_like(greedy)),
-                         ("all greedy", torch.ones_like(greedy))):
-            for stages in (5, 3):
-                if label != "default" and stages != 5:
-                    continue
-                a = (*args[:4], g)
-                ms = device_ms(lambda: T.tree_rejection_triton(*a, 5, stages=stages))
-                print(f"{mode} {label} stages={stages}: {ms:.1f} us", flush=True)
-        for label, g in (("default", greedy), ("no greedy", torch.zeros_like(greedy))):
-            prof, out, plan = profile({**inputs, "greedy": g})
-            print(f"{mode} {label} profile, grid {plan.grid}, args {plan.args}: "
-                  "median/max us", flush=True)
-            for row in phase_table(prof, plan.args[-1]):
-                print("   ", row, flush=True)
-            ref = T.tree_rejection_triton(*args[:4], g, 7).cpu()
-            print("    same output as the kernel:", bool(torch.equal(ref, out)), flush=True)
+        sweep = [dict(stages=5), dict(stages=3)]
+        if mode == "drawn":
+            sweep += [dict(stages=3, resident_per_sm=r) for r in (3, 6)]
+            sweep += [dict(stages=3, warps=8, resident_per_sm=r) for r in (4, 8, 12)]
+        else:
+            sweep += [dict(stages=3, programs_per_sm=r) for r in (1, 3)]
+        for launch in sweep:
+            ms = device_ms(lambda: T.tree_rejection_triton(*args, 5, **launch))  # noqa: B023
+            print(f"{mode} {launch}: {ms:.1f} us", flush=True)
+        prof, out, plan = profile(inputs, 3)
+        print(f"{mode} profile at stages 3, grid {plan.grid}, args {plan.args}: "
+              "median/max us", flush=True)
+        for row in phase_table(prof, plan.args[-1]):
+            print("   ", row, flush=True)
+        ref = T.tree_rejection_triton(*args, 7, stages=3).cpu()
+        print("    same output as the kernel:", bool(torch.equal(ref, out)), flush=True)
 
 
 if __name__ == "__main__":
