@@ -26,11 +26,24 @@ def drawn_weights(p, q, spent):
 
 
 @triton.jit
-def without_kids(p, cols, kids, K: tl.constexpr):
-    """p with 0 at the columns ``cols`` that are one of the ``kids`` (-1: none): every
-    column against every kid at once, [BLOCK_B, Q, K], one reduction over the kids."""
-    hit = tl.max((cols[:, :, None] == kids[:, None, :]).to(tl.int32), axis=2)
-    return tl.where(hit > 0, 0.0, p)
+def without_kids(p0, p1, p2, p3, cols, kids, Q: tl.constexpr, K: tl.constexpr):
+    """The chunk's quarters p0 .. p3 (columns ``cols``, + Q, + 2Q, + 3Q) with 0 at the
+    tokens of ``kids`` (-1 past the last): each kid read out of the tile once (a reduction)
+    and compared with the four quarters, for the kids there are only."""
+    h0 = cols < 0
+    h1 = h0
+    h2 = h0
+    h3 = h0
+    place = tl.arange(0, K)[None, :]
+    held = tl.max(tl.sum((kids >= 0).to(tl.int32), axis=1), axis=0)
+    for k in range(0, held):
+        kid = tl.sum(tl.where(place == k, kids, 0), axis=1)[:, None]
+        h0 = h0 | (cols == kid)
+        h1 = h1 | (cols + Q == kid)
+        h2 = h2 | (cols + 2 * Q == kid)
+        h3 = h3 | (cols + 3 * Q == kid)
+    return (tl.where(h0, 0.0, p0), tl.where(h1, 0.0, p1), tl.where(h2, 0.0, p2),
+            tl.where(h3, 0.0, p3))
 
 
 @triton.jit
@@ -70,10 +83,7 @@ def chunk_weights(target_ptr, draft_ptr, tokens_ptr, parents_ptr, base, ok, rows
         else:
             inside = (kids >= col0) & (kids < col0 + 4 * Q)
             if tl.max(tl.max(inside.to(tl.int32), axis=1), axis=0) > 0:   # a child's token
-                w0 = without_kids(p0, j, kids, K)
-                w1 = without_kids(p1, j + Q, kids, K)
-                w2 = without_kids(p2, j + 2 * Q, kids, K)
-                w3 = without_kids(p3, j + 3 * Q, kids, K)
+                w0, w1, w2, w3 = without_kids(p0, p1, p2, p3, j, kids, Q, K)
     return w0, w1, w2, w3
 
 

@@ -106,11 +106,15 @@ def shared_mass(target_ptr, draft_ptr, sums_ptr, bar_ptr, rows, need, spent, req
     if splits > 1:
         meet(bar_ptr, passes * splits)
     total = tl.zeros([BLOCK_B], tl.float64)
-    for c0 in range(0, n_chunks, 16):                     # 16 loads in flight, then the adds
+    for c0 in range(0, n_chunks, 32):                     # 32 loads in flight, then the adds
         s0, s1, s2, s3, s4, s5, s6, s7 = chunk_sums(at, c0, need, n_chunks)
         s8, s9, s10, s11, s12, s13, s14, s15 = chunk_sums(at, c0 + 8, need, n_chunks)
+        r0, r1, r2, r3, r4, r5, r6, r7 = chunk_sums(at, c0 + 16, need, n_chunks)
+        r8, r9, r10, r11, r12, r13, r14, r15 = chunk_sums(at, c0 + 24, need, n_chunks)
         total = in_order(in_order(total, s0, s1, s2, s3, s4, s5, s6, s7),
                          s8, s9, s10, s11, s12, s13, s14, s15)
+        total = in_order(in_order(total, r0, r1, r2, r3, r4, r5, r6, r7),
+                         r8, r9, r10, r11, r12, r13, r14, r15)
     return total
 
 
