@@ -3,6 +3,7 @@ cited in docs/measurements/bench.md): device time of the kernel under launch var
 input variants, and a phase profile of each program (%globaltimer stamps in a copy of
 _tree_kernel): greedy root argmax, walk, race run, ticket, finish."""
 
+import os
 import statistics
 import sys
 from concurrent.futures import ProcessPoolExecutor
