@@ -102,15 +102,15 @@ from sampling_harness.kernels.tree_rejection.tree_walk import (
 from sampling_harness.kernels.triton_seeds import seed_argument
 
 GPU_WARPS = 4                        # per program: 4 warps stream a run of chunks
-GPU_STAGES = 5                       # chunks a row pass holds: 4 in flight, 1 reduced
+GPU_STAGES = 3                       # chunks a row pass holds: 2 in flight, 1 reduced
 GPU_PROGRAMS_PER_SM = 2              # listed programs (B G) per SM, G at most the chunks
-GPU_RESIDENT_PER_SM = 4              # drawn programs (B G) per SM, G at most the SMs: two
+GPU_RESIDENT_PER_SM = 6              # drawn programs (B G) per SM, G at most the SMs: two
 #                                      fit an SM at once (sm_90, 4 warps, 255 registers a
-#                                      thread, 64 KB shared: 4 stages of a 16 KB chunk
-#                                      pair), the rest start as requests finish
-# H200 at 64x16x151936 under graph replay (docs/measurements/bench.md): listed 46 us at 2
-# (5 programs a request; 48 at 4, 53 at 8), drawn 116 us at 4 (8 a request; 136 at 2, 126
-# at 8)
+#                                      thread), the rest start as requests finish
+# H200 at 64x16x151936, device time with the host ahead (commit 5e99d89,
+# scripts/gpu/tree_profile.py; docs/measurements/bench.md): listed 36.8 us at 3 stages and 2
+# (5 programs a request; 38.0 at 5 stages, 37.5 at 3, 40.0 at 4), drawn 98.9 us at 3 stages
+# and 6 (12 a request; 104.0 at 4, 102.6 at 5, 103.9 at 8; 113.9 at 5 stages and 4)
 KIDS = 16                            # last node's children held in registers (power of 2)
 SLOTS = 32                           # node slots the walks load and gather at once
 CPU_TILE = 2**17                     # columns (trees x 4Q) per program on the interpreter
