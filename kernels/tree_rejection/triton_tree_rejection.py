@@ -70,10 +70,11 @@ runtime ints, S = SLOTS and K = KIDS fixed, the partials loaded MAX_SPLITS at a 
 not specialised: V % 16 known would vectorise the row loads, which changes the threads'
 share of each chunk's float32 and float64 sums (their summation order) against the
 one-program kernel of 4fbd46e, which did not specialise V either.
-H200, 64 x 16 x 151936, bench --cuda-graph at the default G (docs/measurements/bench.md,
-2026-11-28): listed 46 us, 31 % of the floor (the split race with a walk kernel and V
-specialised, 98bc618: 39 us); drawn 116 us, 41 % (181 us with one program streaming each
-residual pass); eager 87 and 152 us.
+H200, 64 x 16 x 151936, bench --cuda-graph at the defaults (docs/measurements/bench.md,
+2026-11-29): listed 37.3 us, 38 % of the floor and 56 % of the measured ceiling; drawn
+111 us, 43 %; eager 126 and 182 us. A listed request's chain: its walk (about 6 us), its run
+of the row (about 15 us, with the batch's rows streaming at once), the merge and level 2
+(about 6 us).
 """
 
 import torch
