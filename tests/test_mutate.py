@@ -334,8 +334,12 @@ def test_the_law_test_of_a_call(monkeypatch):
     assert weak["reason"].startswith("too weak to decide")
     peaked = torch.eye(8)[:4]
     assert test(kernel(lambda s: s, peaked), draws=64)["verdict"] == "differs"
-    monkeypatch.setitem(law.SECONDS, "quick", 0.5)          # a few hundred draws fit
-    cut = test(kernel(lambda s: s + 12345))
+    def paced(p, seed):
+        time.sleep(0.002)                    # about 4 ms a draw of the two, on any machine
+        return kernel(lambda s: s + 12345)(p, seed)
+
+    monkeypatch.setitem(law.SECONDS, "quick", 0.5)          # about a hundred draws fit
+    cut = test(paced)
     assert cut["verdict"] == "undecided" and cut["draws"] < cut["planned_draws"], cut
     assert "cut short by the time limit (0 s at quick)" in cut["reason"]
     monkeypatch.setitem(law.SECONDS, "quick", 1.0)

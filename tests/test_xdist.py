@@ -24,13 +24,15 @@ pytest.importorskip("xdist")
 SELECTION = "test_tail or test_fit_generated or test_independence"
 KERNEL = '''
 import os, signal, torch
-from pathlib import Path
 
 def dies_once(probs, seed):
-    """The float64 race, but the first call of the run kills its process."""
-    flag = Path(os.environ["HARNESS_TEST_FLAG"])
-    if not flag.exists():
-        flag.write_text("killed")
+    """The float64 race, but the first call of the run kills its process: the flag's
+    exclusive creation picks that call, however close the workers' first calls come."""
+    try:
+        os.close(os.open(os.environ["HARNESS_TEST_FLAG"], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        pass
+    else:
         os.kill(os.getpid(), signal.SIGKILL)
     g = torch.Generator().manual_seed(seed)
     noise = torch.empty(probs.shape, dtype=torch.float64).exponential_(generator=g)
