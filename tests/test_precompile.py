@@ -38,9 +38,11 @@ def test_user_of_reads_suite_and_kernel_from_a_pytest_id():
     assert precompile.user_of("") is None
 
 
-def test_record_merges_logs_by_key_in_the_order_first_compiled(tmp_path):
-    """One entry per key, its budgets and checks merged; lines without a variant, a key or
-    a check (a compile outside the suites) are left out."""
+def test_record_merges_logs_by_key_in_the_order_first_compiled(tmp_path, monkeypatch):
+    """One entry per key, its budgets and checks merged, each with its kernel's source
+    fingerprint; lines without a variant, a key or a check (a compile outside the suites)
+    are left out."""
+    monkeypatch.setattr(precompile, "fingerprint", lambda kernel: f"source of {kernel}")
     def line(key, suite, kernel, variant=True):
         return json.dumps({"test": TEST.format(suite=suite, kernel=kernel), "key": key,
                            "variant": {"kernel": f"m:{key}"} if variant else None})
@@ -57,6 +59,8 @@ def test_record_merges_logs_by_key_in_the_order_first_compiled(tmp_path):
     assert got == [("k2", ["quick"], [["sample", "triton-exact"], ["logprobs", "triton-logprobs"]]),
                    ("k1", ["quick", "standard"], [["sample", "triton-exact"]]),
                    ("k5", ["standard"], [["sample", "triton-exact"]])]
+    assert [e["source"] for e in document["variants"]] == ["source of m:k2", "source of m:k1",
+                                                           "source of m:k5"]
 
 
 def test_describe_keeps_json_scalars_and_the_options_that_differ():
@@ -160,9 +164,10 @@ def test_settled_keys_do_not_depend_on_the_order_kernels_are_used():
     assert runs[0] == runs[1] and int(runs[0][0]) >= 2
 
 
-def test_record_puts_the_long_compiling_checks_first(tmp_path):
+def test_record_puts_the_long_compiling_checks_first(tmp_path, monkeypatch):
     """The variants of the check that spent the most compile seconds lead the list (the
     run's long pole gets its variants first)."""
+    monkeypatch.setattr(precompile, "fingerprint", lambda kernel: "")
     def line(key, suite, seconds):
         return json.dumps({"test": TEST.format(suite=suite, kernel="k"), "key": key,
                            "seconds": seconds, "variant": {"kernel": f"m:{key}"}})
@@ -202,3 +207,69 @@ def test_the_list_is_written_as_shipped_and_rekeyed_in_place(monkeypatch, tmp_pa
     after = precompile.listed(path)
     assert [e["key"] for e in after] == [fresh[e["key"]] for e in entries]
     assert [dict(e, key=None) for e in after] == [dict(e, key=None) for e in entries]
+
+
+def test_the_shipped_list_was_recorded_from_todays_kernel_source():
+    """Every listed variant's source fingerprint is today's: a kernel edited since the list
+    was recorded (a docstring line above it included) leaves its keys stale, and a GPU run
+    then compiles at check time what the list should have compiled ahead."""
+    moved = sorted({e["kernel"] for e in precompile.moved(precompile.listed())})
+    assert not moved, (
+        f"kernels changed since the precompile list was recorded: {moved}. On a GPU machine "
+        f"run `python -m sampling_harness.scale.precompile --rekey` (same variants) or "
+        f"scripts/gpu/record_precompile.sh (new variants), and commit "
+        f"harness/scale/compile_variants.json")
+
+
+KERNEL_MODULE = """
+import triton
+import triton.language as tl
+
+SCALE = tl.constexpr({scale})
+
+
+@triton.jit
+def helper(x):
+    return x * SCALE{helper_tail}
+
+
+@triton.jit
+def unrelated(x):
+    return x{unrelated_tail}
+
+
+@triton.jit
+def kernel(x_ptr):
+    tl.store(x_ptr, helper(tl.load(x_ptr)))
+"""
+
+
+def test_a_fingerprint_follows_what_the_key_is_made_of(tmp_path):
+    """The fingerprint changes with a line added above the kernel, a callee's body and a
+    constexpr global it reads; not with a jit function it never reaches, nor with a line
+    after it."""
+    import importlib.util
+    import sys
+
+    from sampling_harness.scale.kernel_source import fingerprint
+
+    def of(name, **change):
+        fields = {"scale": 2, "helper_tail": "", "unrelated_tail": "", **change}
+        text = change.pop("above", "") + KERNEL_MODULE.format(**fields) + change.pop("below", "")
+        path = tmp_path / name / "fp_kernel.py"         # one module name, several sources
+        path.parent.mkdir()
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location("fp_kernel", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["fp_kernel"] = module
+        spec.loader.exec_module(module)
+        return fingerprint("fp_kernel:kernel")
+
+    base = of("fp_base")
+    assert of("fp_same") == base
+    assert of("fp_below", below="\n# a comment after the kernel\n") == base
+    assert of("fp_unrelated", unrelated_tail=" + 1") == base
+    assert of("fp_above", above='"""A docstring line."""\n') != base
+    assert of("fp_helper", helper_tail=" + 1") != base
+    assert of("fp_scale", scale=3) != base
+    sys.modules.pop("fp_kernel")

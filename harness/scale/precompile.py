@@ -23,7 +23,8 @@ so precompiling changes when a variant is compiled, never what a check runs.
 benchmarks/compile_census.py (scripts/gpu/record_precompile.sh runs it all). A change of a
 kernel's body that keeps its variants (the same signatures, constexprs and options) needs
 only their keys again (``rekey``): ``python -m sampling_harness.scale.precompile --rekey`` on
-a GPU machine.
+a GPU machine. Each entry also keeps its kernel's source fingerprint
+(harness/scale/kernel_source.py), so a CPU test finds entries recorded from other source.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
+
+from sampling_harness.scale.kernel_source import fingerprint
 
 VARIANTS = Path(__file__).with_name("compile_variants.json")
 SCALARS = (bool, int, float, str, type(None))
@@ -179,6 +182,8 @@ def record(logs: dict[str, str]) -> dict:
             if list(user) not in entry["users"]:
                 entry["users"].append(list(user))
     ordered = sorted(entries.values(), key=lambda e: -max(spent[t] for t in tests[e["key"]]))
+    for entry in ordered:
+        entry["source"] = fingerprint(entry["kernel"])
     return {"about": "Triton variants compiled by cold runs of `sampling-harness check all "
                      "--device cuda` (harness/scale/precompile.py)", "variants": ordered}
 
@@ -206,17 +211,25 @@ def stale(entries: list[dict], capability: int) -> list[dict]:
     return [e for e in entries if cache_key(e, capability) != e["key"]]
 
 
+def moved(entries: list[dict]) -> list[dict]:
+    """The entries recorded from other source than today's (their ``source`` fingerprint,
+    harness/scale/kernel_source.py): stale on any machine, found without a GPU."""
+    return [e for e in entries if e.get("source") != fingerprint(e["kernel"])]
+
+
 def rekey(capability: int, path: Path | None = None) -> tuple[int, int]:
-    """Recompute the keys of the list's stale entries in place; (re-keyed, stale after).
-    For a kernel change that keeps every variant (its body, a comment, a docstring: the same
-    signatures, constexprs and options), which changes the keys but not what a run
-    compiles; a change of the variants needs ``record`` from cold runs. Run on the GPU
-    machine whose Triton computes the keys."""
+    """Recompute the keys of the list's stale entries in place, and every entry's source
+    fingerprint; (re-keyed, stale after). For a kernel change that keeps every variant
+    (its body, a comment, a docstring: the same signatures, constexprs and options), which
+    changes the keys but not what a run compiles; a change of the variants needs
+    ``record`` from cold runs. Run on the GPU machine whose Triton computes the keys."""
     document = json.loads((path or VARIANTS).read_text())
     settle_cache_keys()
     old = stale(document["variants"], capability)
     for entry in old:
         entry["key"] = cache_key(entry, capability)
+    for entry in document["variants"]:
+        entry["source"] = fingerprint(entry["kernel"])
     write_list(document, path)
     return len(old), len(stale(listed(path), capability))
 
