@@ -2,13 +2,16 @@
 which entries a run takes, how census logs become the list, and, on a GPU, that an entry
 replays to the very cache key Triton's JIT compiled it under."""
 
+import importlib.util
 import json
+import sys
 from types import SimpleNamespace
 
 import pytest
 import torch
 
 from sampling_harness.scale import precompile
+from sampling_harness.scale.kernel_source import fingerprint
 
 TEST = "/x/suites/{suite}/test_fit.py::test_fit_curated[{kernel}]"
 
@@ -248,11 +251,6 @@ def test_a_fingerprint_follows_what_the_key_is_made_of(tmp_path):
     """The fingerprint changes with a line added above the kernel, a callee's body and a
     constexpr global it reads; not with a jit function it never reaches, nor with a line
     after it."""
-    import importlib.util
-    import sys
-
-    from sampling_harness.scale.kernel_source import fingerprint
-
     def of(name, **change):
         fields = {"scale": 2, "helper_tail": "", "unrelated_tail": "", **change}
         text = change.pop("above", "") + KERNEL_MODULE.format(**fields) + change.pop("below", "")

@@ -182,8 +182,9 @@ def record(logs: dict[str, str]) -> dict:
             if list(user) not in entry["users"]:
                 entry["users"].append(list(user))
     ordered = sorted(entries.values(), key=lambda e: -max(spent[t] for t in tests[e["key"]]))
+    sources = fingerprints(ordered)
     for entry in ordered:
-        entry["source"] = fingerprint(entry["kernel"])
+        entry["source"] = sources[entry["kernel"]]
     return {"about": "Triton variants compiled by cold runs of `sampling-harness check all "
                      "--device cuda` (harness/scale/precompile.py)", "variants": ordered}
 
@@ -211,10 +212,17 @@ def stale(entries: list[dict], capability: int) -> list[dict]:
     return [e for e in entries if cache_key(e, capability) != e["key"]]
 
 
+def fingerprints(entries: list[dict]) -> dict[str, str]:
+    """Today's source fingerprint of each kernel the entries name (harness/scale/
+    kernel_source.py), once per kernel."""
+    return {kernel: fingerprint(kernel) for kernel in {e["kernel"] for e in entries}}
+
+
 def moved(entries: list[dict]) -> list[dict]:
-    """The entries recorded from other source than today's (their ``source`` fingerprint,
-    harness/scale/kernel_source.py): stale on any machine, found without a GPU."""
-    return [e for e in entries if e.get("source") != fingerprint(e["kernel"])]
+    """The entries recorded from other source than today's (their ``source`` fingerprint):
+    stale on any machine, found without a GPU."""
+    today = fingerprints(entries)
+    return [e for e in entries if e.get("source") != today[e["kernel"]]]
 
 
 def rekey(capability: int, path: Path | None = None) -> tuple[int, int]:
@@ -228,8 +236,9 @@ def rekey(capability: int, path: Path | None = None) -> tuple[int, int]:
     old = stale(document["variants"], capability)
     for entry in old:
         entry["key"] = cache_key(entry, capability)
+    sources = fingerprints(document["variants"])
     for entry in document["variants"]:
-        entry["source"] = fingerprint(entry["kernel"])
+        entry["source"] = sources[entry["kernel"]]
     write_list(document, path)
     return len(old), len(stale(listed(path), capability))
 

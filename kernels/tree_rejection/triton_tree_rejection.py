@@ -71,9 +71,9 @@ not specialised: V % 16 known would vectorise the row loads, which changes the t
 share of each chunk's float32 and float64 sums (their summation order) against the
 one-program kernel of 4fbd46e, which did not specialise V either.
 H200, 64 x 16 x 151936, bench --cuda-graph (docs/measurements/bench.md, 2026-11-29): listed
-37.3 us, 38 % of the floor (56 % of the ceiling; a request: its walk about 6 us, its run of
-the row 15, merge and level 2 6), drawn 111 us, 43 %; eager 126, 182 us. (Lines above the
-kernels shift Triton's cache keys: keep this paragraph at four lines, or re-key the list.)
+37.3 us, 38 % of the floor, 56 % of the measured ceiling (a request: its walk about 6 us,
+its run of the row 15, the merge and level 2 about 6); drawn 111 us, 43 %; eager 126 and
+182 us.
 """
 
 import torch
